@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings shared by every Swift target: Swift 6 mode plus the upcoming features STYLE.md §4 asks for.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Sesame",
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    products: [
+        .library(name: "SesameJOSE", targets: ["SesameJOSE"]),
+        .executable(name: "sesame", targets: ["sesame"]),
+    ],
+    targets: [
+        // OpenSSL 3 libcrypto (Debian `libssl-dev`). Only SesameJOSE's `+OpenSSL` backend files import it,
+        // and only on Linux; Apple platforms use CryptoKit and Security instead.
+        .systemLibrary(
+            name: "CSesameOpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "SesameJOSE",
+            dependencies: [
+                .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd]))
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sesame",
+            dependencies: ["SesameJOSE"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sesame-bench",
+            dependencies: [
+                "SesameJOSE",
+                .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd])),
+            ],
+            path: "Benchmarks/sesame-bench",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SesameJOSETests",
+            dependencies: ["SesameJOSE"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

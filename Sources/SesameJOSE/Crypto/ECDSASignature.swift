@@ -1,0 +1,86 @@
+/// Conversions between the JWS ECDSA signature form (`R‖S`, each exactly the curve's length; RFC 7518 §3.4)
+/// and ASN.1 DER, which the platform libraries speak.
+enum ECDSASignature {
+    /// The group order n of each curve, big-endian, padded to the coordinate length.
+    private static func order(of curve: JWK.Curve) -> [UInt8] {
+        switch curve {
+        case .p256: hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
+        case .p384:
+            hex("ffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf581a0db248b0a77aecec196accc52973")
+        default:
+            hex(
+                "01ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffa51868783bf2f966b7fcc0148f709a5d03bb5c9b8899c47aebb6fb71e91386409"
+            )
+        }
+    }
+
+    private static func hex(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let high = iterator.next(), let low = iterator.next() {
+            bytes.append(UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) ?? 0)
+        }
+        return bytes
+    }
+
+    /// Whether `value` (big-endian, curve length) is in 1..<n — the range check CVE-2022-21449 skipped.
+    static func isInRange(_ value: UnsafeRawBufferPointer, order: [UInt8]) -> Bool {
+        var isZero = true
+        for byte in value where byte != 0 {
+            isZero = false
+            break
+        }
+        if isZero { return false }
+        for (a, b) in zip(value, order) where a != b { return a < b }
+        return false  // equal to n
+    }
+
+    /// DER for a raw `R‖S`, or nil when the length is wrong or r or s is out of range.
+    static func der(fromRaw raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> [UInt8]? {
+        let size = curve.coordinateLength
+        guard raw.count == 2 * size else { return nil }
+        let n = order(of: curve)
+        let r = UnsafeRawBufferPointer(rebasing: raw[0..<size])
+        let s = UnsafeRawBufferPointer(rebasing: raw[size..<(2 * size)])
+        guard isInRange(r, order: n), isInRange(s, order: n) else { return nil }
+        let body = integer(r) + integer(s)
+        return [0x30] + length(body.count) + body
+    }
+
+    private static func integer(_ value: UnsafeRawBufferPointer) -> [UInt8] {
+        var bytes = Array(value.drop { $0 == 0 })
+        if let first = bytes.first, first & 0x80 != 0 { bytes.insert(0, at: 0) }
+        return [0x02] + length(bytes.count) + bytes
+    }
+
+    private static func length(_ count: Int) -> [UInt8] {
+        count < 0x80 ? [UInt8(count)] : [0x81, UInt8(count)]
+    }
+
+    /// The raw `R‖S` of a DER signature produced by the platform, or nil if it is not what we expect.
+    static func raw(fromDER der: [UInt8], curve: JWK.Curve) -> [UInt8]? {
+        var index = 0
+        func readLength() -> Int? {
+            guard index < der.count else { return nil }
+            let first = der[index]
+            index += 1
+            if first < 0x80 { return Int(first) }
+            guard first == 0x81, index < der.count else { return nil }
+            defer { index += 1 }
+            return Int(der[index])
+        }
+        func readInteger() -> [UInt8]? {
+            guard index < der.count, der[index] == 0x02 else { return nil }
+            index += 1
+            guard let length = readLength(), index + length <= der.count else { return nil }
+            defer { index += length }
+            let bytes = der[index..<(index + length)].drop { $0 == 0 }
+            guard bytes.count <= curve.coordinateLength else { return nil }
+            return [UInt8](repeating: 0, count: curve.coordinateLength - bytes.count) + bytes
+        }
+        guard der.first == 0x30 else { return nil }
+        index = 1
+        guard readLength() != nil, let r = readInteger(), let s = readInteger() else { return nil }
+        return r + s
+    }
+}

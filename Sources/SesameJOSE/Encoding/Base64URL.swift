@@ -1,0 +1,100 @@
+public import Foundation
+
+/// Strict base64url (RFC 4648 §5) without padding, as JOSE uses it (RFC 7515 §2).
+///
+/// Decoding rejects everything a lax decoder lets through: `=` padding, `+` and `/`, white space, any byte
+/// outside the alphabet, a length that leaves a single dangling character, and non-zero unused trailing bits
+/// (which would give one value two encodings).
+public enum Base64URL {
+    /// Encodes bytes as unpadded base64url text.
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var output = [UInt8]()
+        output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        encode(bytes, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Encodes bytes as unpadded base64url and appends the ASCII to `output`.
+    package static func encode(_ bytes: some Collection<UInt8>, into output: inout [UInt8]) {
+        var iterator = bytes.makeIterator()
+        while let b0 = iterator.next() {
+            let b1 = iterator.next()
+            let b2 = iterator.next()
+            output.append(alphabet[Int(b0 >> 2)])
+            output.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
+            guard let b1 else { return }
+            output.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)])
+            guard let b2 else { return }
+            output.append(alphabet[Int(b2 & 0x3F)])
+        }
+    }
+
+    /// Decodes strict unpadded base64url text.
+    ///
+    /// - Throws: ``JOSEError`` with code ``JOSEError/Code/malformedBase64URL``.
+    public static func decode(_ text: String) throws -> Data {
+        var text = text
+        return try text.withUTF8 { Data(try decode(UnsafeRawBufferPointer($0))) }
+    }
+
+    /// Decodes strict unpadded base64url from ASCII bytes.
+    package static func decode(_ input: UnsafeRawBufferPointer) throws(JOSEError) -> [UInt8] {
+        let count = input.count
+        if count % 4 == 1 { throw JOSEError(.malformedBase64URL, "base64url text has an impossible length") }
+        var output = [UInt8](repeating: 0, count: count / 4 * 3 + max(0, count % 4 - 1))
+        let ok = output.withUnsafeMutableBufferPointer { out in
+            decodeUnchecked(input, into: out)
+        }
+        if !ok { throw JOSEError(.malformedBase64URL, "base64url text has a character outside the alphabet or non-canonical trailing bits") }
+        return output
+    }
+
+    /// The decoded length of `count` base64url characters, or nil for an impossible length.
+    package static func decodedLength(of count: Int) -> Int? {
+        count % 4 == 1 ? nil : count / 4 * 3 + max(0, count % 4 - 1)
+    }
+
+    /// Decodes into a buffer of exactly ``decodedLength(of:)`` bytes; false on any non-canonical input.
+    package static func decodeUnchecked(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        let count = input.count
+        var bad: UInt8 = 0
+        var i = 0
+        var o = 0
+        let whole = count - count % 4
+        while i < whole {
+            let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+            let c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
+            bad |= (a | b | c | d) & 0x80
+            out[o] = a << 2 | b >> 4
+            out[o + 1] = b << 4 | c >> 2
+            out[o + 2] = c << 6 | d
+            i += 4
+            o += 3
+        }
+        switch count - whole {
+        case 2:
+            let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+            bad |= (a | b) & 0x80
+            bad |= (b & 0x0F) != 0 ? 0x80 : 0
+            out[o] = a << 2 | b >> 4
+        case 3:
+            let a = table[Int(input[i])], b = table[Int(input[i + 1])], c = table[Int(input[i + 2])]
+            bad |= (a | b | c) & 0x80
+            bad |= (c & 0x03) != 0 ? 0x80 : 0
+            out[o] = a << 2 | b >> 4
+            out[o + 1] = b << 4 | c >> 2
+        default:
+            break
+        }
+        return bad == 0
+    }
+
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Maps an ASCII byte to its 6-bit value, or 0xFF for a byte outside the alphabet.
+    private static let table: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+}

@@ -1,0 +1,48 @@
+public import Foundation
+
+/// A JWT claim set (RFC 7519 §4): the registered claims as typed properties, every claim by name.
+///
+/// The typed properties are lenient readers (nil when absent or of the wrong type); ``JWTVerifier`` is what
+/// enforces types and values.
+public struct JWTClaims: Sendable, Hashable {
+    /// Every claim, by name.
+    public let values: [String: JOSEValue]
+
+    /// Creates a claim set.
+    public init(_ values: [String: JOSEValue]) { self.values = values }
+
+    /// The claim named `name`.
+    public subscript(name: String) -> JOSEValue? { values[name] }
+
+    /// `iss`: the issuer.
+    public var issuer: String? { values["iss"]?.stringValue }
+    /// `sub`: the subject.
+    public var subject: String? { values["sub"]?.stringValue }
+    /// `aud`: the audiences (a single string is a one-element list).
+    public var audience: [String]? {
+        switch values["aud"] {
+        case .string(let single)?: [single]
+        case .array(let many)?: many.compactMap(\.stringValue)
+        default: nil
+        }
+    }
+    /// `exp`: the expiry time.
+    public var expiresAt: Date? { date("exp") }
+    /// `nbf`: not valid before.
+    public var notBefore: Date? { date("nbf") }
+    /// `iat`: when it was issued.
+    public var issuedAt: Date? { date("iat") }
+    /// `jti`: the token's unique ID.
+    public var jwtID: String? { values["jti"]?.stringValue }
+    /// `azp`: the authorized party (OIDC Core §2).
+    public var authorizedParty: String? { values["azp"]?.stringValue }
+    /// `nonce` (OIDC Core §2).
+    public var nonce: String? { values["nonce"]?.stringValue }
+
+    private func date(_ name: String) -> Date? {
+        values[name]?.doubleValue.map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// The claims as JSON (members sorted).
+    public var jsonValue: JOSEValue { .object(values) }
+}
