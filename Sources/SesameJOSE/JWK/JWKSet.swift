@@ -19,6 +19,9 @@ public struct JWKSet: Sendable {
     public let keys: [JWK]
     /// How many entries of the document were skipped as malformed, weak or unsupported.
     public let skippedKeyCount: Int
+    /// `kty` + `kid` pairs that more than one entry of the document claims (with the same or no `alg`),
+    /// counting entries that were skipped: a token naming one of them is ambiguous (ATK-05).
+    private let ambiguousKeyIDs: Set<String>
 
     /// Creates a set from keys.
     ///
@@ -27,6 +30,9 @@ public struct JWKSet: Sendable {
         try Self.checkNotMixed(keys)
         self.keys = keys
         self.skippedKeyCount = 0
+        self.ambiguousKeyIDs = Self.duplicates(
+            keys.map { (kty: $0.keyType.rawValue, kid: $0.keyID, alg: $0.declaredAlgorithm) }
+        )
     }
 
     /// Parses a JWK Set document.
@@ -56,6 +62,26 @@ public struct JWKSet: Sendable {
         try Self.checkNotMixed(keys)
         self.keys = keys
         self.skippedKeyCount = entries.count - keys.count
+        self.ambiguousKeyIDs = Self.duplicates(
+            entries.map { entry in
+                (kty: entry["kty"]?.stringValue, kid: entry["kid"]?.stringValue, alg: entry["alg"]?.stringValue)
+            }
+        )
+    }
+
+    /// The `kty|kid` pairs claimed by two entries whose `alg` is equal or absent on either.
+    private static func duplicates(_ entries: [(kty: String?, kid: String?, alg: String?)]) -> Set<String> {
+        var seen: [String: [String?]] = [:]
+        var ambiguous: Set<String> = []
+        for entry in entries {
+            guard let kty = entry.kty, let kid = entry.kid else { continue }
+            let slot = kty + "|" + kid
+            if let algorithms = seen[slot], algorithms.contains(where: { $0 == nil || entry.alg == nil || $0 == entry.alg }) {
+                ambiguous.insert(slot)
+            }
+            seen[slot, default: []].append(entry.alg)
+        }
+        return ambiguous
     }
 
     /// Parses a JWK Set document from text.
@@ -88,6 +114,9 @@ public struct JWKSet: Sendable {
             return fitting
         }
         let matching = fitting.filter { $0.keyID == keyID }
+        if let first = matching.first, ambiguousKeyIDs.contains(first.keyType.rawValue + "|" + keyID) {
+            throw JOSEError(.ambiguousKey, "several keys in the set share the token's kid")
+        }
         guard !matching.isEmpty else {
             throw JOSEError(.keyNotFound, "no \(algorithm) key in the set has the token's kid")
         }

@@ -162,21 +162,31 @@ package struct CompactParts {
         }
         let verified = signature.withUnsafeBytes { signature in
             candidates.contains { key in
-                Self.verify(signature: signature, over: signingInput, key: key, algorithm: algorithm)
+                key.isValidSignature(signature, over: signingInput, algorithm: algorithm)
             }
         }
         guard verified else { throw JOSEError(.signatureInvalid, "the signature does not verify") }
     }
+}
 
-    private static func verify(
-        signature: UnsafeRawBufferPointer,
-        over input: UnsafeRawBufferPointer,
-        key: JWK,
+extension JWK {
+    /// Whether `signature` (the JWS form: `R‖S` for ECDSA) is valid over `message` under this key and
+    /// `algorithm`. The key must fit the algorithm; this does not look at `alg`, `use` or `key_ops`.
+    package func isValidSignature(
+        _ signature: UnsafeRawBufferPointer,
+        over message: UnsafeRawBufferPointer,
         algorithm: JWSAlgorithm
     ) -> Bool {
-        if case .octet(let k) = key.components {
-            return ConstantTime.equals(Digest.hmac(input, key: k, hash: algorithm.hash), signature)
+        guard fits(algorithm) else { return false }
+        if case .octet(let k) = components {
+            return ConstantTime.equals(Digest.hmac(message, key: k, hash: algorithm.hash), signature)
         }
-        return key.backing?.verify(signature: signature, message: input, algorithm: algorithm) ?? false
+        return backing?.verify(signature: signature, message: message, algorithm: algorithm) ?? false
+    }
+
+    package func isValidSignature(_ signature: [UInt8], over message: [UInt8], algorithm: JWSAlgorithm) -> Bool {
+        signature.withUnsafeBytes { signature in
+            message.withUnsafeBytes { isValidSignature(signature, over: $0, algorithm: algorithm) }
+        }
     }
 }
