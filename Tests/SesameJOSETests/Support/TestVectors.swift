@@ -91,3 +91,35 @@ enum TokenForge {
 
 /// A fixed instant for claim tests.
 let referenceNow = Date(timeIntervalSince1970: 1_750_000_000)
+
+/// Expects `body` to throw a `JOSEError` with `code`.
+func expectJOSEError(
+    _ code: JOSEError.Code,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
+    do {
+        try body()
+        Issue.record("expected \(code), but nothing was thrown", sourceLocation: sourceLocation)
+    } catch let error as JOSEError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected JOSEError \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Keys generated once for the whole test run (RSA generation is slow).
+enum TestKeys {
+    static let rsa = try! JWK.generate(for: .rs256, keyID: "rsa-1")
+    static let ec = try! JWK.generate(for: .es256, keyID: "ec-1")
+    static let ed = try! JWK.generate(for: .eddsa, keyID: "ed-1")
+
+    static func publicSet(_ keys: JWK...) throws -> JWKSet { try JWKSet(keys: keys.map { try $0.publicKey() }) }
+
+    /// A valid claim set around `referenceNow`.
+    static let claims: JWTClaims = JWTClaims([
+        "iss": "https://issuer.example", "sub": "alice", "aud": "my-app",
+        "exp": .integer(Int64(referenceNow.timeIntervalSince1970) + 600),
+        "iat": .integer(Int64(referenceNow.timeIntervalSince1970) - 10),
+    ])
+}
