@@ -51,5 +51,10 @@ let package = Package(
             exclude: ["Vectors"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "SesameCLITests",
+            dependencies: ["sesame"],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

@@ -1,1 +1,5 @@
-print("sesame")
+import Foundation
+
+// The `sesame` command line: thin argument handling over the Sesame modules. See `sesame help`.
+let status = await CLI.run(Array(CommandLine.arguments.dropFirst()))
+exit(status.rawValue)

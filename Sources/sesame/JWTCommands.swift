@@ -1,0 +1,82 @@
+import Foundation
+import SesameJOSE
+
+/// `sesame jwt decode | verify | sign`.
+enum JWTCommands {
+    /// Prints `{"header":…,"claims":…}` without verifying anything.
+    static func decode(_ arguments: ParsedArguments) throws {
+        let token = argumentOrStandardInput(try arguments.atMostOnePositional("token"))
+        let jwt = try JWT.unverified(token)
+        let output: JOSEValue = ["header": .object(jwt.header.parameters), "claims": jwt.claims.jsonValue]
+        print(output.prettyJSONString)
+    }
+
+    /// Verifies signature and claims; prints the claims.
+    static func verify(_ arguments: ParsedArguments) async throws {
+        guard let jwksSource = try arguments.value("--jwks") else { throw CLIError.usage("jwt verify needs --jwks FILE|URL") }
+        var policy = ClaimValidationPolicy(
+            issuer: try arguments.value("--iss"), audience: try arguments.value("--aud"), nonce: try arguments.value("--nonce"))
+        if let leeway = try arguments.value("--leeway") {
+            guard let seconds = TimeInterval(leeway), seconds >= 0, seconds <= 3600 else {
+                throw CLIError.usage("--leeway takes seconds from 0 to 3600")
+            }
+            policy.leeway = seconds
+        }
+        let types = arguments.values("--typ")
+        if !types.isEmpty { policy.acceptedTypes = Set(types.map { $0.lowercased() }) }
+        var now = Date()
+        if let fixed = try arguments.value("--now") {
+            guard let seconds = TimeInterval(fixed) else { throw CLIError.usage("--now takes a Unix time in seconds") }
+            now = Date(timeIntervalSince1970: seconds)
+        }
+        var algorithms = JWSAlgorithm.asymmetric
+        let names = arguments.values("--alg")
+        if !names.isEmpty {
+            algorithms = Set(
+                try names.map { name in
+                    guard let algorithm = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
+                    return algorithm
+                })
+        }
+        let token = argumentOrStandardInput(try arguments.atMostOnePositional("token"))
+        let allowSymmetric = algorithms.contains { $0.isSymmetric }
+        let keys = try await KeySource.load(jwksSource, allowSymmetric: allowSymmetric)
+        let verifier = JWTVerifier(keys: keys, policy: policy, allowedAlgorithms: algorithms)
+        let jwt = try verifier.verify(token, now: now)
+        print(jwt.claims.jsonValue.prettyJSONString)
+    }
+
+    /// Signs a JSON claim set with a private JWK.
+    static func sign(_ arguments: ParsedArguments) throws {
+        guard let keyPath = try arguments.value("--key") else { throw CLIError.usage("jwt sign needs --key FILE") }
+        let key = try KeySource.privateKey(at: keyPath)
+        let algorithm: JWSAlgorithm
+        if let name = try arguments.value("--alg") {
+            guard let named = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
+            algorithm = named
+        } else if let declared = key.algorithm {
+            algorithm = declared
+        } else {
+            throw CLIError.usage("the key declares no alg; pass --alg")
+        }
+        let claimsText = argumentOrStandardInput(try arguments.atMostOnePositional("claim set"))
+        guard let claims = try JOSEValue.parse(Array(claimsText.utf8)).objectValue else {
+            throw CLIError(status: .failure, code: "malformed_claims", message: "the claim set must be a JSON object")
+        }
+        print(try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm, type: try arguments.value("--typ") ?? "JWT"))
+    }
+}
+
+/// `sesame jwk generate`.
+enum JWKCommands {
+    static func generate(_ arguments: ParsedArguments) throws {
+        let name = try arguments.value("--alg") ?? "ES256"
+        guard let algorithm = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
+        let key = try JWK.generate(for: algorithm, keyID: try arguments.value("--kid"))
+        if arguments.flags.contains("--public") {
+            print(try key.publicKey().jsonValue().prettyJSONString)
+        } else {
+            print(key.jsonValue(includingPrivate: true).prettyJSONString)
+        }
+    }
+}

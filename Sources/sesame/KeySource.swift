@@ -1,0 +1,66 @@
+import Foundation
+import SesameJOSE
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Loads keys for the CLI from a file or an http(s) URL.
+enum KeySource {
+    static let maxDocumentSize = 512 * 1024
+
+    /// A JWK Set (or a single JWK, treated as a one-key set) from a path or URL.
+    static func load(_ source: String, allowSymmetric: Bool) async throws -> JWKSet {
+        let data: Data
+        if source.hasPrefix("https://") || source.hasPrefix("http://") {
+            data = try await fetch(source)
+        } else {
+            data = try read(source)
+        }
+        let document = try JOSEValue.parse(data)
+        if document["keys"] != nil { return try JWKSet(json: data, allowSymmetric: allowSymmetric) }
+        return try JWKSet(keys: [try JWK(value: document, allowSymmetric: allowSymmetric)])
+    }
+
+    /// A private JWK from a file.
+    static func privateKey(at path: String) throws -> JWK {
+        let key = try JWK(json: try read(path), allowSymmetric: true)
+        guard key.isPrivate else {
+            throw CLIError(status: .failure, code: "invalid_key", message: "\(path) holds a public key; signing needs a private one")
+        }
+        return key
+    }
+
+    private static func read(_ path: String) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CLIError(status: .failure, code: "io", message: "cannot read \(path)")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: maxDocumentSize + 1)) ?? Data()
+        guard data.count <= maxDocumentSize else {
+            throw CLIError(status: .failure, code: "too_large", message: "\(path) is larger than \(maxDocumentSize) bytes")
+        }
+        return data
+    }
+
+    private static func fetch(_ source: String) async throws -> Data {
+        guard let url = URL(string: source) else { throw CLIError.usage("not a URL: \(source)") }
+        var request = URLRequest(url: url, timeoutInterval: 10)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw CLIError(status: .transient, code: "network", message: "could not fetch the JWKS from \(url.host ?? "the server")")
+        }
+        guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            throw CLIError(status: status >= 500 ? .transient : .failure, code: "http_status", message: "the JWKS URL answered \(status)")
+        }
+        guard data.count <= maxDocumentSize else {
+            throw CLIError(status: .failure, code: "too_large", message: "the JWKS is larger than \(maxDocumentSize) bytes")
+        }
+        return data
+    }
+}

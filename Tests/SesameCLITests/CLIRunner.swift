@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+/// Runs the built `sesame` binary and captures what it prints.
+struct CLIResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+enum CLIRunner {
+    /// The `sesame` binary next to the test bundle (SwiftPM builds it because this target depends on it).
+    static let binary: URL = {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("sesame")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/sesame")
+    }()
+
+    static func run(_ arguments: [String], stdin: String? = nil) throws -> CLIResult {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe(), error = Pipe(), input = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIResult(
+            status: process.terminationStatus,
+            stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self)
+        )
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}

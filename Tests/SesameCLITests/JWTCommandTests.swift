@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+/// `sesame jwt …`, `sesame jwk generate` and `sesame demo`, run as a user would run them.
+@Suite struct JWTCommandTests {
+    let directory: URL
+    let keyPath: String
+    let jwksPath: String
+
+    init() throws {
+        directory = try CLIRunner.temporaryDirectory()
+        let privateKey = try CLIRunner.run(["jwk", "generate", "--alg", "ES256", "--kid", "cli-key"])
+        keyPath = directory.appendingPathComponent("key.json").path
+        try privateKey.stdout.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        let publicKey = try CLIRunner.run(["jwk", "generate", "--alg", "ES256", "--kid", "unused", "--public"])
+        #expect(!publicKey.stdout.contains("\"d\""))
+        // The JWKS holds the public half of key.json.
+        let pub = try JSONSerialization.jsonObject(with: Data(privateKey.stdout.utf8)) as? [String: Any] ?? [:]
+        let publicMembers = pub.filter { $0.key != "d" }
+        let jwks = try JSONSerialization.data(withJSONObject: ["keys": [publicMembers]])
+        jwksPath = directory.appendingPathComponent("jwks.json").path
+        try jwks.write(to: URL(fileURLWithPath: jwksPath))
+    }
+
+    func sign(_ claims: String) throws -> String {
+        let result = try CLIRunner.run(["jwt", "sign", "--key", keyPath, claims])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("help and usage errors: exit 0 and exit 2")
+    func helpAndUsage() throws {
+        let help = try CLIRunner.run(["help"])
+        #expect(help.status == 0 && help.stdout.contains("jwt verify --jwks"))
+        for arguments in [[], ["frobnicate"], ["jwt", "verify"], ["jwt", "decode", "--bogus"], ["jwt", "verify", "--jwks"]] {
+            let result = try CLIRunner.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.hasPrefix("error: usage: "), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("sign → decode → verify with --iss, --aud, --nonce and a fixed --now")
+    func roundTrip() throws {
+        let token = try sign(#"{"iss":"https://id.example","sub":"alice","aud":"app","nonce":"n1","iat":1700000000,"exp":1700000600}"#)
+        let decoded = try CLIRunner.run(["jwt", "decode", token])
+        #expect(decoded.status == 0 && decoded.stdout.contains("\"kid\": \"cli-key\"") && decoded.stdout.contains("\"sub\": \"alice\""))
+
+        let verified = try CLIRunner.run([
+            "jwt", "verify", "--jwks", jwksPath, "--iss", "https://id.example", "--aud", "app", "--nonce", "n1",
+            "--now", "1700000100", token,
+        ])
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let claims = try JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any]
+        #expect(claims?["sub"] as? String == "alice")
+        #expect(verified.stderr.isEmpty)
+    }
+
+    @Test("Rejections: exit 1 and 'error: <code>: <message>' on stderr, nothing on stdout")
+    func rejections() throws {
+        let token = try sign(#"{"iss":"https://id.example","sub":"alice","aud":"app","exp":1700000600}"#)
+        let cases: [([String], String)] = [
+            (["--now", "1800000000"], "error: expired: "),
+            (["--now", "1700000000", "--aud", "other"], "error: audience_mismatch: "),
+            (["--now", "1700000000", "--iss", "https://evil.example"], "error: issuer_mismatch: "),
+            (["--now", "1700000000", "--nonce", "x"], "error: nonce_mismatch: "),
+            (["--now", "1700000000", "--alg", "RS256"], "error: algorithm_not_allowed: "),
+        ]
+        for (extra, prefix) in cases {
+            let result = try CLIRunner.run(["jwt", "verify", "--jwks", jwksPath] + extra + [token])
+            #expect(result.status == 1, "\(extra)")
+            #expect(result.stderr.hasPrefix(prefix), "\(extra): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+        let parts = token.split(separator: ".")
+        let tampered = "\(parts[0]).\(parts[1])x.\(parts[2])"
+        let bad = try CLIRunner.run(["jwt", "verify", "--jwks", jwksPath, "--now", "1700000000", tampered])
+        #expect(bad.status == 1 && bad.stderr.hasPrefix("error: "))
+        #expect(!bad.stderr.contains(String(parts[2])), "the signature must not be echoed")
+    }
+
+    @Test("The token may come from standard input")
+    func standardInput() throws {
+        let token = try sign(#"{"sub":"bob","exp":1700000600}"#)
+        let result = try CLIRunner.run(["jwt", "verify", "--jwks", jwksPath, "--now", "1700000000", "-"], stdin: token + "\n")
+        #expect(result.status == 0 && result.stdout.contains("bob"), "\(result.stderr)")
+        let decoded = try CLIRunner.run(["jwt", "decode"], stdin: token)
+        #expect(decoded.status == 0 && decoded.stdout.contains("bob"))
+    }
+
+    @Test("The JWKS may come from an http URL (a real one-shot server on loopback)")
+    func jwksFromURL() throws {
+        let token = try sign(#"{"sub":"carol","exp":1700000600}"#)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = [
+            "python3", "-c",
+            """
+            import http.server, socketserver, sys, os
+            os.chdir(sys.argv[1])
+            class Quiet(http.server.SimpleHTTPRequestHandler):
+                def log_message(self, *args): pass
+            s = socketserver.TCPServer(("127.0.0.1", 0), Quiet)
+            print(s.server_address[1], flush=True)
+            s.timeout = 30
+            s.handle_request()
+            """,
+            directory.path,
+        ]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { server.terminate() }
+        var portText = ""
+        while !portText.hasSuffix("\n") {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            portText += String(decoding: byte, as: UTF8.self)
+        }
+        let port = try #require(Int(portText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let result = try CLIRunner.run([
+            "jwt", "verify", "--jwks", "http://127.0.0.1:\(port)/jwks.json", "--now", "1700000000", token,
+        ])
+        #expect(result.status == 0 && result.stdout.contains("carol"), "\(result.stderr)")
+        let refused = try CLIRunner.run(["jwt", "verify", "--jwks", "http://127.0.0.1:9/jwks.json", token])
+        #expect(refused.status == 4 && refused.stderr.hasPrefix("error: network: "))
+    }
+
+    @Test("sesame demo runs every check and exits 0")
+    func demo() throws {
+        let result = try CLIRunner.run(["demo"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("Demo complete"))
+        #expect(!result.stdout.contains("✗"))
+    }
+}
