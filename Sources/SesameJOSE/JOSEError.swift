@@ -8,8 +8,11 @@ public import Foundation
 public struct JOSEError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What went wrong, as a stable machine-readable name (also the CLI's `error: <code>:` prefix).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's wire name, for example `signature_invalid`.
         public let rawValue: String
+        /// Creates a code from its name (for codes this version does not define yet).
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
         // Structure and encoding.
@@ -45,7 +48,9 @@ public struct JOSEError: Error, Sendable, Hashable, CustomStringConvertible, Loc
         public static let invalidKey = Code(rawValue: "invalid_key")
         /// A key is too weak to use: RSA under 2048 bits, a bad public exponent, an HMAC key shorter than the hash.
         public static let weakKey = Code(rawValue: "weak_key")
-        /// The signature does not verify. One code for every way that can happen, with no detail.
+        /// The signature does not verify.
+        ///
+        /// One code for every way that can happen, with no detail.
         public static let signatureInvalid = Code(rawValue: "signature_invalid")
         /// The cryptographic backend failed for a reason other than a bad signature.
         public static let cryptoFailure = Code(rawValue: "crypto_failure")
@@ -100,6 +105,8 @@ public struct JOSEError: Error, Sendable, Hashable, CustomStringConvertible, Loc
         }
     }
 
+    /// `code: message`, with no secrets.
     public var description: String { "\(code.rawValue): \(message)" }
+    /// The same text as ``description`` (apps localize by ``code``).
     public var errorDescription: String? { description }
 }

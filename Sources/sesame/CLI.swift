@@ -77,10 +77,12 @@ enum CLI {
             case "verify":
                 try await JWTCommands.verify(
                     try ParsedArguments(
-                        subArguments, options: ["--jwks", "--iss", "--aud", "--nonce", "--leeway", "--now", "--alg", "--typ"],
+                        subArguments,
+                        options: ["--jwks", "--iss", "--aud", "--nonce", "--leeway", "--now", "--alg", "--typ"],
                         flags: []))
             case "sign":
-                try JWTCommands.sign(try ParsedArguments(subArguments, options: ["--key", "--alg", "--typ"], flags: []))
+                try JWTCommands.sign(
+                    try ParsedArguments(subArguments, options: ["--key", "--alg", "--typ"], flags: []))
             default: throw CLIError.usage("unknown jwt command '\(sub)'")
             }
         case "jwk":

@@ -47,19 +47,27 @@ enum DemoCommand {
         let policy = ClaimValidationPolicy(issuer: "https://id.example", audience: "demo-app", nonce: nonce)
         let verifier = JWTVerifier(keys: jwks, policy: policy)
         let verified = try verifier.verify(token, now: now)
-        print("  ✓ verified: subject \(verified.claims.subject ?? "?"), expires \(verified.claims.expiresAt.map { "\($0)" } ?? "?")")
+        print(
+            "  ✓ verified: subject \(verified.claims.subject ?? "?"), expires \(verified.claims.expiresAt.map { "\($0)" } ?? "?")"
+        )
 
         step("Now the attacks a verifier must survive")
         let parts = token.split(separator: ".").map(String.init)
         let forgedClaims = JWTClaims(claims.values.merging(["sub": "admin"]) { $1 })
         let tampered = "\(parts[0]).\(Base64URL.encode(forgedClaims.jsonValue.jsonBytes)).\(parts[2])"
-        expectRejection("payload changed to sub=admin", .signatureInvalid) { _ = try verifier.verify(tampered, now: now) }
+        expectRejection("payload changed to sub=admin", .signatureInvalid) {
+            _ = try verifier.verify(tampered, now: now)
+        }
         let none = "\(Base64URL.encode(Array(#"{"alg":"none"}"#.utf8))).\(parts[1])."
         expectRejection("alg: none", .unsupportedAlgorithm) { _ = try verifier.verify(none, now: now) }
         let attacker = try JWK.generate(for: .es256, keyID: key.keyID)
         let impostor = try JWT.sign(claims, key: attacker, algorithm: .es256)
-        expectRejection("signed by another key with the same kid", .signatureInvalid) { _ = try verifier.verify(impostor, now: now) }
-        expectRejection("two hours later", .expired) { _ = try verifier.verify(token, now: now.addingTimeInterval(7200)) }
+        expectRejection("signed by another key with the same kid", .signatureInvalid) {
+            _ = try verifier.verify(impostor, now: now)
+        }
+        expectRejection("two hours later", .expired) {
+            _ = try verifier.verify(token, now: now.addingTimeInterval(7200))
+        }
         var otherApp = policy
         otherApp.audience = "other-app"
         expectRejection("presented to another app", .audienceMismatch) {

@@ -13,9 +13,12 @@ enum JWTCommands {
 
     /// Verifies signature and claims; prints the claims.
     static func verify(_ arguments: ParsedArguments) async throws {
-        guard let jwksSource = try arguments.value("--jwks") else { throw CLIError.usage("jwt verify needs --jwks FILE|URL") }
+        guard let jwksSource = try arguments.value("--jwks") else {
+            throw CLIError.usage("jwt verify needs --jwks FILE|URL")
+        }
         var policy = ClaimValidationPolicy(
-            issuer: try arguments.value("--iss"), audience: try arguments.value("--aud"), nonce: try arguments.value("--nonce"))
+            issuer: try arguments.value("--iss"), audience: try arguments.value("--aud"),
+            nonce: try arguments.value("--nonce"))
         if let leeway = try arguments.value("--leeway") {
             guard let seconds = TimeInterval(leeway), seconds >= 0, seconds <= 3600 else {
                 throw CLIError.usage("--leeway takes seconds from 0 to 3600")
@@ -34,7 +37,9 @@ enum JWTCommands {
         if !names.isEmpty {
             algorithms = Set(
                 try names.map { name in
-                    guard let algorithm = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
+                    guard let algorithm = JWSAlgorithm(name: name) else {
+                        throw CLIError.usage("unknown algorithm '\(name)'")
+                    }
                     return algorithm
                 })
         }
@@ -63,7 +68,9 @@ enum JWTCommands {
         guard let claims = try JOSEValue.parse(Array(claimsText.utf8)).objectValue else {
             throw CLIError(status: .failure, code: "malformed_claims", message: "the claim set must be a JSON object")
         }
-        print(try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm, type: try arguments.value("--typ") ?? "JWT"))
+        print(
+            try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm, type: try arguments.value("--typ") ?? "JWT")
+        )
     }
 }
 

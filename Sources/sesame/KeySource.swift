@@ -2,7 +2,7 @@ import Foundation
 import SesameJOSE
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Loads keys for the CLI from a file or an http(s) URL.
@@ -26,7 +26,9 @@ enum KeySource {
     static func privateKey(at path: String) throws -> JWK {
         let key = try JWK(json: try read(path), allowSymmetric: true)
         guard key.isPrivate else {
-            throw CLIError(status: .failure, code: "invalid_key", message: "\(path) holds a public key; signing needs a private one")
+            throw CLIError(
+                status: .failure, code: "invalid_key",
+                message: "\(path) holds a public key; signing needs a private one")
         }
         return key
     }
@@ -38,7 +40,8 @@ enum KeySource {
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: maxDocumentSize + 1)) ?? Data()
         guard data.count <= maxDocumentSize else {
-            throw CLIError(status: .failure, code: "too_large", message: "\(path) is larger than \(maxDocumentSize) bytes")
+            throw CLIError(
+                status: .failure, code: "too_large", message: "\(path) is larger than \(maxDocumentSize) bytes")
         }
         return data
     }
@@ -52,14 +55,19 @@ enum KeySource {
         do {
             (data, response) = try await URLSession.shared.data(for: request)
         } catch {
-            throw CLIError(status: .transient, code: "network", message: "could not fetch the JWKS from \(url.host ?? "the server")")
+            throw CLIError(
+                status: .transient, code: "network",
+                message: "could not fetch the JWKS from \(url.host ?? "the server")")
         }
         guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            throw CLIError(status: status >= 500 ? .transient : .failure, code: "http_status", message: "the JWKS URL answered \(status)")
+            throw CLIError(
+                status: status >= 500 ? .transient : .failure, code: "http_status",
+                message: "the JWKS URL answered \(status)")
         }
         guard data.count <= maxDocumentSize else {
-            throw CLIError(status: .failure, code: "too_large", message: "the JWKS is larger than \(maxDocumentSize) bytes")
+            throw CLIError(
+                status: .failure, code: "too_large", message: "the JWKS is larger than \(maxDocumentSize) bytes")
         }
         return data
     }

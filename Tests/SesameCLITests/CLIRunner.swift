@@ -26,7 +26,9 @@ enum CLIRunner {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        let output = Pipe(), error = Pipe(), input = Pipe()
+        let output = Pipe()
+        let error = Pipe()
+        let input = Pipe()
         process.standardOutput = output
         process.standardError = error
         process.standardInput = input

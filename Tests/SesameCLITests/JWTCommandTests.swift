@@ -32,7 +32,9 @@ import Testing
     func helpAndUsage() throws {
         let help = try CLIRunner.run(["help"])
         #expect(help.status == 0 && help.stdout.contains("jwt verify --jwks"))
-        for arguments in [[], ["frobnicate"], ["jwt", "verify"], ["jwt", "decode", "--bogus"], ["jwt", "verify", "--jwks"]] {
+        for arguments in [
+            [], ["frobnicate"], ["jwt", "verify"], ["jwt", "decode", "--bogus"], ["jwt", "verify", "--jwks"],
+        ] {
             let result = try CLIRunner.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.hasPrefix("error: usage: "), "\(arguments): \(result.stderr)")
@@ -41,9 +43,12 @@ import Testing
 
     @Test("sign → decode → verify with --iss, --aud, --nonce and a fixed --now")
     func roundTrip() throws {
-        let token = try sign(#"{"iss":"https://id.example","sub":"alice","aud":"app","nonce":"n1","iat":1700000000,"exp":1700000600}"#)
+        let token = try sign(
+            #"{"iss":"https://id.example","sub":"alice","aud":"app","nonce":"n1","iat":1700000000,"exp":1700000600}"#)
         let decoded = try CLIRunner.run(["jwt", "decode", token])
-        #expect(decoded.status == 0 && decoded.stdout.contains("\"kid\": \"cli-key\"") && decoded.stdout.contains("\"sub\": \"alice\""))
+        #expect(
+            decoded.status == 0 && decoded.stdout.contains("\"kid\": \"cli-key\"")
+                && decoded.stdout.contains("\"sub\": \"alice\""))
 
         let verified = try CLIRunner.run([
             "jwt", "verify", "--jwks", jwksPath, "--iss", "https://id.example", "--aud", "app", "--nonce", "n1",
@@ -81,7 +86,8 @@ import Testing
     @Test("The token may come from standard input")
     func standardInput() throws {
         let token = try sign(#"{"sub":"bob","exp":1700000600}"#)
-        let result = try CLIRunner.run(["jwt", "verify", "--jwks", jwksPath, "--now", "1700000000", "-"], stdin: token + "\n")
+        let result = try CLIRunner.run(
+            ["jwt", "verify", "--jwks", jwksPath, "--now", "1700000000", "-"], stdin: token + "\n")
         #expect(result.status == 0 && result.stdout.contains("bob"), "\(result.stderr)")
         let decoded = try CLIRunner.run(["jwt", "decode"], stdin: token)
         #expect(decoded.status == 0 && decoded.stdout.contains("bob"))

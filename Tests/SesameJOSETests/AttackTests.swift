@@ -22,11 +22,13 @@ import Testing
         }
     }
 
-    @Test("ATK-01: alg none in every spelling, with or without a signature, is rejected",
-          arguments: ["none", "None", "NONE", "nOnE", "noNE"])
+    @Test(
+        "ATK-01: alg none in every spelling, with or without a signature, is rejected",
+        arguments: ["none", "None", "NONE", "nOnE", "noNE"])
     func algNone(spelling: String) {
         for signature in [[], [UInt8](repeating: 7, count: 32)] {
-            let token = TokenForge.unsigned(header: #"{"alg":"\#(spelling)"}"#, payload: claimsJSON, signature: signature)
+            let token = TokenForge.unsigned(
+                header: #"{"alg":"\#(spelling)"}"#, payload: claimsJSON, signature: signature)
             expectJOSEError(.unsupportedAlgorithm) { _ = try verifier.verify(token, now: referenceNow) }
         }
     }
@@ -53,7 +55,9 @@ import Testing
         }
     }
 
-    @Test("ATK-03: the key decides — a header alg that does not fit the key's type, curve, alg, use or key_ops is refused")
+    @Test(
+        "ATK-03: the key decides — a header alg that does not fit the key's type, curve, alg, use or key_ops is refused"
+    )
     func keyAlgorithmMismatch() throws {
         let ecToken = try JWT.sign(TestKeys.claims, key: TestKeys.ec, algorithm: .es256)
         // RS256 header on an EC-signed token: no RSA key has kid ec-1.
@@ -63,7 +67,8 @@ import Testing
 
         // A key pinned to RS256 refuses PS256.
         let pinned = try JWKSet(keys: [try TestKeys.rsa.publicKey().with(keyID: "rsa-1", algorithm: .rs256)])
-        let psToken = try JWT.sign(TestKeys.claims, key: TestKeys.rsa.with(keyID: "rsa-1", algorithm: nil), algorithm: .ps256)
+        let psToken = try JWT.sign(
+            TestKeys.claims, key: TestKeys.rsa.with(keyID: "rsa-1", algorithm: nil), algorithm: .ps256)
         expectJOSEError(.keyNotFound) { _ = try JWTVerifier(keys: pinned).verify(psToken, now: referenceNow) }
 
         // ES512 header against a P-256 key; ES256 against a P-384 key.
@@ -97,7 +102,8 @@ import Testing
             let forged = try TokenForge.signed(header: header, payload: claimsJSON, key: attacker, algorithm: .es256)
             expectJOSEError(.signatureInvalid) { _ = try verifier.verify(forged, now: referenceNow) }
             // The same header on a token the real key signed still verifies: the extras are simply ignored.
-            let genuine = try TokenForge.signed(header: header, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
+            let genuine = try TokenForge.signed(
+                header: header, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
             #expect(try verifier.verify(genuine, now: referenceNow).claims.subject == "alice")
         }
     }
@@ -119,11 +125,13 @@ import Testing
         #expect(try JWTVerifier(keys: withDecoy).verify(token, now: referenceNow).claims.subject == "alice")
     }
 
-    @Test("ATK-06: crit is refused in every form",
-          arguments: [#""crit":["exp"],"exp":1"#, #""crit":[]"#, #""crit":["alg"]"#, #""crit":"b64""#])
+    @Test(
+        "ATK-06: crit is refused in every form",
+        arguments: [#""crit":["exp"],"exp":1"#, #""crit":[]"#, #""crit":["alg"]"#, #""crit":"b64""#])
     func criticalHeaders(extra: String) throws {
         let token = try TokenForge.signed(
-            header: #"{"alg":"ES256","kid":"ec-1",\#(extra)}"#, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
+            header: #"{"alg":"ES256","kid":"ec-1",\#(extra)}"#, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256
+        )
         expectJOSEError(.unsupportedCriticalHeader) { _ = try verifier.verify(token, now: referenceNow) }
     }
 
@@ -179,7 +187,9 @@ import Testing
     @Test("ATK-11: RSA keys under 2048 bits, with e = 1, an even e, or the ROCA fingerprint are refused")
     func weakRSAKeys() throws {
         guard case .rsa(let n, _, _) = TestKeys.rsa.components else { return }
-        expectJOSEError(.weakKey) { _ = try JWK(components: .rsa(n: Array(n.prefix(128)), e: [1, 0, 1], private: nil)) }
+        expectJOSEError(.weakKey) {
+            _ = try JWK(components: .rsa(n: Array(n.prefix(128)), e: [1, 0, 1], private: nil))
+        }
         expectJOSEError(.weakKey) { _ = try JWK(components: .rsa(n: n, e: [1], private: nil)) }
         expectJOSEError(.weakKey) { _ = try JWK(components: .rsa(n: n, e: [1, 0, 0], private: nil)) }
         #expect(ROCA.isVulnerable(modulus: n) == false)
@@ -189,7 +199,9 @@ import Testing
     func resourceLimits() throws {
         let big = String(repeating: "a", count: 64 * 1024 + 1)
         expectJOSEError(.tooLarge) { _ = try verifier.verify(big, now: referenceNow) }
-        expectJOSEError(.tooLarge) { _ = try verifier.verify(String(repeating: "a", count: 1 << 20), now: referenceNow) }
+        expectJOSEError(.tooLarge) {
+            _ = try verifier.verify(String(repeating: "a", count: 1 << 20), now: referenceNow)
+        }
         let deepHeader = String(repeating: "[", count: 1000) + String(repeating: "]", count: 1000)
         let deep = TokenForge.unsigned(header: deepHeader, payload: claimsJSON)
         expectJOSEError(.malformedJSON) { _ = try verifier.verify(deep, now: referenceNow) }
@@ -203,10 +215,12 @@ import Testing
     @Test("ATK-15: duplicate members in the header or the claims are refused")
     func duplicateMembers() throws {
         let dupHeader = try TokenForge.signed(
-            header: #"{"alg":"ES256","kid":"ec-1","alg":"ES256"}"#, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
+            header: #"{"alg":"ES256","kid":"ec-1","alg":"ES256"}"#, payload: claimsJSON, key: TestKeys.ec,
+            algorithm: .es256)
         expectJOSEError(.duplicateMember) { _ = try verifier.verify(dupHeader, now: referenceNow) }
         for payload in [
-            String(claimsJSON.dropLast()) + #","sub":"admin"}"#, String(claimsJSON.dropLast()) + #","cnf":{"jkt":"a","jkt":"b"}}"#,
+            String(claimsJSON.dropLast()) + #","sub":"admin"}"#,
+            String(claimsJSON.dropLast()) + #","cnf":{"jkt":"a","jkt":"b"}}"#,
         ] {
             let token = try TokenForge.signed(
                 header: #"{"alg":"ES256","kid":"ec-1"}"#, payload: payload, key: TestKeys.ec, algorithm: .es256)
@@ -218,15 +232,18 @@ import Testing
     func nestedAndEncrypted() throws {
         expectJOSEError(.malformedToken) { _ = try verifier.verify("a.b.c.d.e", now: referenceNow) }
         let withEnc = try TokenForge.signed(
-            header: #"{"alg":"ES256","kid":"ec-1","enc":"A256GCM"}"#, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
+            header: #"{"alg":"ES256","kid":"ec-1","enc":"A256GCM"}"#, payload: claimsJSON, key: TestKeys.ec,
+            algorithm: .es256)
         expectJOSEError(.malformedToken) { _ = try verifier.verify(withEnc, now: referenceNow) }
         let nested = try TokenForge.signed(
-            header: #"{"alg":"ES256","kid":"ec-1","cty":"JWT"}"#, payload: claimsJSON, key: TestKeys.ec, algorithm: .es256)
+            header: #"{"alg":"ES256","kid":"ec-1","cty":"JWT"}"#, payload: claimsJSON, key: TestKeys.ec,
+            algorithm: .es256)
         expectJOSEError(.invalidHeader) { _ = try verifier.verify(nested, now: referenceNow) }
     }
 
-    @Test("ATK-17: anything but three base64url parts is refused",
-          arguments: ["", "abc", "a.b", ".b.c", "a.b.c.d", #"{"payload":"x","signatures":[]}"#, "a b.c.d"])
+    @Test(
+        "ATK-17: anything but three base64url parts is refused",
+        arguments: ["", "abc", "a.b", ".b.c", "a.b.c.d", #"{"payload":"x","signatures":[]}"#, "a b.c.d"])
     func compactShape(token: String) {
         #expect(throws: JOSEError.self) { try verifier.verify(token, now: referenceNow) }
     }
@@ -241,14 +258,17 @@ import Testing
         }
     }
 
-    @Test("ATK-19: a token typed as another kind (at+jwt, dpop+jwt, logout+jwt) is refused by default",
-          arguments: ["at+jwt", "dpop+jwt", "logout+jwt", "secevent+jwt", "application/at+jwt"])
+    @Test(
+        "ATK-19: a token typed as another kind (at+jwt, dpop+jwt, logout+jwt) is refused by default",
+        arguments: ["at+jwt", "dpop+jwt", "logout+jwt", "secevent+jwt", "application/at+jwt"])
     func tokenTypeConfusion(type: String) throws {
         let token = try JWT.sign(TestKeys.claims, key: TestKeys.ec, algorithm: .es256, type: type)
         expectJOSEError(.invalidHeader) { _ = try verifier.verify(token, now: referenceNow) }
         var accessTokenVerifier = verifier
         accessTokenVerifier.policy.acceptedTypes = ["at+jwt"]
-        if type.hasSuffix("at+jwt") { #expect(throws: Never.self) { try accessTokenVerifier.verify(token, now: referenceNow) } }
+        if type.hasSuffix("at+jwt") {
+            #expect(throws: Never.self) { try accessTokenVerifier.verify(token, now: referenceNow) }
+        }
         for accepted in ["JWT", "jwt", "application/jwt"] {
             let plain = try JWT.sign(TestKeys.claims, key: TestKeys.ec, algorithm: .es256, type: accepted)
             #expect(throws: Never.self) { try verifier.verify(plain, now: referenceNow) }

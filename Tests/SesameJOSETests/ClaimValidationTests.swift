@@ -106,7 +106,8 @@ import Testing
             "nonce": "n",
         ])
         #expect(claims.issuer == "i" && claims.subject == "s" && claims.audience == ["a", "b"])
-        #expect(claims.expiresAt == Date(timeIntervalSince1970: 10) && claims.issuedAt == Date(timeIntervalSince1970: 4.5))
+        #expect(
+            claims.expiresAt == Date(timeIntervalSince1970: 10) && claims.issuedAt == Date(timeIntervalSince1970: 4.5))
         #expect(claims.notBefore == Date(timeIntervalSince1970: 5))
         #expect(claims.jwtID == "j" && claims.authorizedParty == "a" && claims.nonce == "n")
         #expect(JWTClaims(["aud": "x"]).audience == ["x"])

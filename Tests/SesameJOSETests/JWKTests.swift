@@ -4,14 +4,21 @@ import Testing
 @testable import SesameJOSE
 
 @Suite struct JWKTests {
-    static let signingAlgorithms: [JWSAlgorithm] = [.rs256, .rs384, .rs512, .ps256, .ps384, .ps512, .es256, .es384, .es512, .eddsa, .ed25519, .hs256, .hs384, .hs512]
+    static let signingAlgorithms: [JWSAlgorithm] = [
+        .rs256, .rs384, .rs512, .ps256, .ps384, .ps512, .es256, .es384, .es512, .eddsa, .ed25519, .hs256, .hs384,
+        .hs512,
+    ]
 
-    @Test("Every algorithm signs and verifies its own tokens; another key of the same kind does not verify them",
-          arguments: signingAlgorithms)
+    @Test(
+        "Every algorithm signs and verifies its own tokens; another key of the same kind does not verify them",
+        arguments: signingAlgorithms)
     func signAndVerify(algorithm: JWSAlgorithm) throws {
-        let key = algorithm.family == .rsaPKCS1 || algorithm.family == .rsaPSS
+        let key =
+            algorithm.family == .rsaPKCS1 || algorithm.family == .rsaPSS
             ? TestKeys.rsa.with(keyID: "k", algorithm: algorithm) : try JWK.generate(for: algorithm, keyID: "k")
-        let other = algorithm.isSymmetric ? try JWK.generate(for: algorithm, keyID: "k") : try JWK.generate(for: algorithm, keyID: "k")
+        let other =
+            algorithm.isSymmetric
+            ? try JWK.generate(for: algorithm, keyID: "k") : try JWK.generate(for: algorithm, keyID: "k")
         let token = try JWT.sign(TestKeys.claims, key: key, algorithm: algorithm)
         let verifyKey = algorithm.isSymmetric ? key : try key.publicKey()
         let verifier = JWTVerifier(keys: try JWKSet(keys: [verifyKey]), allowedAlgorithms: [algorithm])
@@ -25,13 +32,18 @@ import Testing
 
     @Test("Without kid, every key that fits is tried")
     func noKidTriesAll() throws {
-        let a = try JWK.generate(for: .es256), b = try JWK.generate(for: .es256)
+        let a = try JWK.generate(for: .es256)
+        let b = try JWK.generate(for: .es256)
         let token = try JWT.sign(TestKeys.claims, key: b.with(keyID: nil, algorithm: .es256), algorithm: .es256)
-        let set = try JWKSet(keys: [try a.publicKey().with(keyID: nil, algorithm: nil), try b.publicKey().with(keyID: nil, algorithm: nil)])
+        let set = try JWKSet(keys: [
+            try a.publicKey().with(keyID: nil, algorithm: nil), try b.publicKey().with(keyID: nil, algorithm: nil),
+        ])
         #expect(try JWTVerifier(keys: set).verify(token, now: referenceNow).claims.subject == "alice")
     }
 
-    @Test("PEM: public SPKI and PKCS#8 private keys round-trip, and keep the same thumbprint", arguments: [JWSAlgorithm.es256, .es384, .es512, .eddsa])
+    @Test(
+        "PEM: public SPKI and PKCS#8 private keys round-trip, and keep the same thumbprint",
+        arguments: [JWSAlgorithm.es256, .es384, .es512, .eddsa])
     func pemRoundTrip(algorithm: JWSAlgorithm) throws {
         let key = try JWK.generate(for: algorithm)
         let publicPEM = try key.pemRepresentation
@@ -51,8 +63,12 @@ import Testing
     @Test("PEM: an RSA key round-trips with all CRT parameters")
     func rsaPEM() throws {
         let imported = try JWK(pemRepresentation: try TestKeys.rsa.unsafePrivatePEMRepresentation)
-        #expect(imported.jsonValue(includingPrivate: true) == TestKeys.rsa.with(keyID: nil, algorithm: nil).jsonValue(includingPrivate: true))
-        expectJOSEError(.invalidKey) { _ = try JWK(pemRepresentation: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n") }
+        #expect(
+            imported.jsonValue(includingPrivate: true)
+                == TestKeys.rsa.with(keyID: nil, algorithm: nil).jsonValue(includingPrivate: true))
+        expectJOSEError(.invalidKey) {
+            _ = try JWK(pemRepresentation: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+        }
     }
 
     @Test("JWK JSON export: public members only by default; private import re-exports exactly")
@@ -81,13 +97,16 @@ import Testing
     func keySetParsing() throws {
         expectJOSEError(.invalidKey) { _ = try JWK(json: #"{"kty":"oct","k":"AAAA"}"#) }
         let good = try TestKeys.ec.publicKey().jwkRepresentation
-        let set = try JWKSet(json: #"{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"},{"kty":"XYZ"},"#
-            + #"{"kty":"EC","crv":"P-256","x":"!!","y":"AA"},"# + good + #",{"kty":"oct","k":"AAAA"}]}"#)
+        let set = try JWKSet(
+            json: #"{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"},{"kty":"XYZ"},"#
+                + #"{"kty":"EC","crv":"P-256","x":"!!","y":"AA"},"# + good + #",{"kty":"oct","k":"AAAA"}]}"#)
         #expect(set.keys.count == 1 && set.skippedKeyCount == 4)
         expectJOSEError(.malformedJSON) { _ = try JWKSet(json: #"{"keys":{}}"#) }
         expectJOSEError(.malformedJSON) { _ = try JWKSet(json: "[]") }
         expectJOSEError(.mixedKeySet) {
-            _ = try JWKSet(json: #"{"keys":[{"kty":"oct","k":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"# + good + "]}", allowSymmetric: true)
+            _ = try JWKSet(
+                json: #"{"keys":[{"kty":"oct","k":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"# + good + "]}",
+                allowSymmetric: true)
         }
     }
 

@@ -48,12 +48,14 @@ import Testing
     func examplesVerify(example: Example) throws {
         let key = try JWK(json: example.keyJSON, allowSymmetric: example.algorithm.isSymmetric)
         let verifyKey = example.algorithm.isSymmetric ? key : try key.publicKey()
-        let jws = try JWS.verify(example.token, keys: try JWKSet(keys: [verifyKey]), allowedAlgorithms: [example.algorithm])
+        let jws = try JWS.verify(
+            example.token, keys: try JWKSet(keys: [verifyKey]), allowedAlgorithms: [example.algorithm])
         #expect(!jws.payload.isEmpty)
     }
 
-    @Test("VEC-01, VEC-02, VEC-06, VEC-10: deterministic algorithms reproduce the RFC signature byte for byte",
-          arguments: signatureExamples.filter(\.deterministic))
+    @Test(
+        "VEC-01, VEC-02, VEC-06, VEC-10: deterministic algorithms reproduce the RFC signature byte for byte",
+        arguments: signatureExamples.filter(\.deterministic))
     func deterministicSignaturesMatch(example: Example) throws {
         let key = try JWK(json: example.keyJSON, allowSymmetric: example.algorithm.isSymmetric)
         let parts = example.token.split(separator: ".", omittingEmptySubsequences: false)
@@ -107,7 +109,9 @@ import Testing
         let entry = try #require(TestVectors.rfc("rfc7515", "A.5") as? [String: Any])
         let token = try #require(entry["token"] as? String)
         let keys = try JWKSet(keys: [try JWK.generate(for: .es256).publicKey()])
-        for candidate in [token] + ["None", "NONE", "nOnE"].map({ TokenForge.unsigned(header: "{\"alg\":\"\($0)\"}", payload: "{}") }) {
+        for candidate in [token]
+            + ["None", "NONE", "nOnE"].map({ TokenForge.unsigned(header: "{\"alg\":\"\($0)\"}", payload: "{}") })
+        {
             #expect(throws: JOSEError.self) { try JWS.verify(candidate, keys: keys) }
             do {
                 _ = try JWS.verify(candidate, keys: keys)
@@ -117,8 +121,9 @@ import Testing
         }
     }
 
-    @Test("VEC-07 / ATK-17: RFC 7520 4.6–4.8 JSON serializations are rejected by the compact parser",
-          arguments: ["4.6", "4.7", "4.8"])
+    @Test(
+        "VEC-07 / ATK-17: RFC 7520 4.6–4.8 JSON serializations are rejected by the compact parser",
+        arguments: ["4.6", "4.7", "4.8"])
     func jsonSerializationRejected(section: String) throws {
         let entry = try #require(TestVectors.rfc("rfc7520", section) as? [String: Any])
         let json = try #require(entry["json"] as? String)
@@ -157,14 +162,16 @@ import Testing
         #expect(try JWKSet(json: symmetric, allowSymmetric: true).keys.count == 2)
     }
 
-    @Test("RFC 7520 §3: the cookbook keys import and keep their public members on export",
-          arguments: ["3.1", "3.2", "3.3", "3.4", "3.5"])
+    @Test(
+        "RFC 7520 §3: the cookbook keys import and keep their public members on export",
+        arguments: ["3.1", "3.2", "3.3", "3.4", "3.5"])
     func rfc7520Keys(section: String) throws {
         let json = TestVectors.json(TestVectors.rfc("rfc7520", section) as Any)
         let key = try JWK(json: json, allowSymmetric: section == "3.5")
         let original = try JOSEValue.parse(Array(json.utf8))
         let exported = key.jsonValue(includingPrivate: true)
-        for name in ["kty", "n", "e", "crv", "x", "y", "d", "p", "q", "dp", "dq", "qi", "kid"] where original[name] != nil {
+        for name in ["kty", "n", "e", "crv", "x", "y", "d", "p", "q", "dp", "dq", "qi", "kid"]
+        where original[name] != nil {
             #expect(exported[name] == original[name], "member \(name)")
         }
     }

@@ -51,7 +51,9 @@ struct WycheproofTests {
     func primitiveVectors(file: PrimitiveFile) throws {
         let document = try TestVectors.wycheproof(file.file)
         let groups = try #require(document["testGroups"] as? [[String: Any]])
-        var checked = 0, failures: [String] = [], acceptable: [String] = []
+        var checked = 0
+        var failures: [String] = []
+        var acceptable: [String] = []
         for group in groups {
             let key = try Self.groupKey(group)
             for test in try #require(group["tests"] as? [[String: Any]]) {
@@ -102,10 +104,13 @@ struct WycheproofTests {
         347: "invalid", 351: "invalid",  // key declares the non-standard "ES521"
     ]
 
-    @Test("WP-06 / WP-07: whole JWS strings and key sets", arguments: ["json_web_signature_test.json", "json_web_key_test.json"])
+    @Test(
+        "WP-06 / WP-07: whole JWS strings and key sets",
+        arguments: ["json_web_signature_test.json", "json_web_key_test.json"])
     func jwsVectors(file: String) throws {
         let document = try TestVectors.wycheproof(file)
-        var checked = 0, failures: [String] = []
+        var checked = 0
+        var failures: [String] = []
         for group in try #require(document["testGroups"] as? [[String: Any]]) {
             let keyObject = group["public"] ?? group["private"]
             for test in try #require(group["tests"] as? [[String: Any]]) {

@@ -40,5 +40,5 @@ public enum Digest {
 }
 
 #if canImport(CSesameOpenSSL)
-typealias BackingDigest = OpenSSLDigest
+    typealias BackingDigest = OpenSSLDigest
 #endif

@@ -45,7 +45,11 @@ public enum Base64URL {
         let ok = output.withUnsafeMutableBufferPointer { out in
             decodeUnchecked(input, into: out)
         }
-        if !ok { throw JOSEError(.malformedBase64URL, "base64url text has a character outside the alphabet or non-canonical trailing bits") }
+        if !ok {
+            throw JOSEError(
+                .malformedBase64URL,
+                "base64url text has a character outside the alphabet or non-canonical trailing bits")
+        }
         return output
     }
 
@@ -55,15 +59,19 @@ public enum Base64URL {
     }
 
     /// Decodes into a buffer of exactly ``decodedLength(of:)`` bytes; false on any non-canonical input.
-    package static func decodeUnchecked(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+    package static func decodeUnchecked(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>)
+        -> Bool
+    {
         let count = input.count
         var bad: UInt8 = 0
         var i = 0
         var o = 0
         let whole = count - count % 4
         while i < whole {
-            let a = table[Int(input[i])], b = table[Int(input[i + 1])]
-            let c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
+            let c = table[Int(input[i + 2])]
+            let d = table[Int(input[i + 3])]
             bad |= (a | b | c | d) & 0x80
             out[o] = a << 2 | b >> 4
             out[o + 1] = b << 4 | c >> 2
@@ -73,12 +81,15 @@ public enum Base64URL {
         }
         switch count - whole {
         case 2:
-            let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
             bad |= (a | b) & 0x80
             bad |= (b & 0x0F) != 0 ? 0x80 : 0
             out[o] = a << 2 | b >> 4
         case 3:
-            let a = table[Int(input[i])], b = table[Int(input[i + 1])], c = table[Int(input[i + 2])]
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
+            let c = table[Int(input[i + 2])]
             bad |= (a | b | c) & 0x80
             bad |= (c & 0x03) != 0 ? 0x80 : 0
             out[o] = a << 2 | b >> 4
@@ -89,7 +100,8 @@ public enum Base64URL {
         return bad == 0
     }
 
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Maps an ASCII byte to its 6-bit value, or 0xFF for a byte outside the alphabet.
     private static let table: [UInt8] = {

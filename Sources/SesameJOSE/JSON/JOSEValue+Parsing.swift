@@ -9,6 +9,7 @@ extension JOSEValue {
     /// - Parameters:
     ///   - data: the UTF-8 text.
     ///   - maxDepth: how deeply arrays and objects may nest.
+    /// - Returns: the parsed value.
     /// - Throws: ``JOSEError`` with ``JOSEError/Code/malformedJSON`` or ``JOSEError/Code/duplicateMember``.
     public static func parse(_ data: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws -> JOSEValue {
         let result = data.withContiguousStorageIfAvailable { buffer in
@@ -65,9 +66,15 @@ struct JOSEJSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         default: return try parseNumber()
         }
     }
@@ -202,7 +209,8 @@ struct JOSEJSONParser {
         case UInt8(ascii: "u"):
             var scalar = try parseHex4()
             if (0xD800..<0xDC00).contains(scalar) {
-                guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
+                    bytes[index + 1] == UInt8(ascii: "u")
                 else { throw Self.error("an unpaired surrogate escape") }
                 index += 2
                 let low = try parseHex4()

@@ -51,12 +51,19 @@ public enum JOSEValue: Sendable, Hashable {
 extension JOSEValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral, ExpressibleByNilLiteral
 {
+    /// A string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer.
     public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// A number.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// A Boolean.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An array.
     public init(arrayLiteral elements: JOSEValue...) { self = .array(elements) }
+    /// `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// An object (a repeated key keeps the last value).
     public init(dictionaryLiteral elements: (String, JOSEValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

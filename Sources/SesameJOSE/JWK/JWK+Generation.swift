@@ -7,10 +7,12 @@ extension JWK {
     /// - Parameters:
     ///   - algorithm: what the key will sign with; the key declares it as its `alg`.
     ///   - keyID: the `kid`; by default the RFC 7638 thumbprint.
+    /// - Returns: the new private key.
     /// - Throws: ``JOSEError`` with ``JOSEError/Code/cryptoFailure`` if the platform cannot generate the key.
     public static func generate(for algorithm: JWSAlgorithm, keyID: String? = nil) throws -> JWK {
         if algorithm.isSymmetric {
-            let key = try JWK(components: .octet(k: Digest.randomBytes(algorithm.digestLength)), declaredAlgorithm: algorithm.name)
+            let key = try JWK(
+                components: .octet(k: Digest.randomBytes(algorithm.digestLength)), declaredAlgorithm: algorithm.name)
             return key.with(keyID: keyID ?? key.thumbprint, algorithm: algorithm)
         }
         let (backing, components) = try BackingKey.generate(for: algorithm)

@@ -42,7 +42,9 @@ extension JWK {
             components = .rsa(n: n, e: e, private: privatePart)
         case "EC":
             let curve = try reader.curve()
-            components = .ec(curve: curve, x: try reader.requiredBytes("x"), y: try reader.requiredBytes("y"), d: try reader.bytes("d"))
+            components = .ec(
+                curve: curve, x: try reader.requiredBytes("x"), y: try reader.requiredBytes("y"),
+                d: try reader.bytes("d"))
         case "OKP":
             components = .okp(curve: try reader.curve(), x: try reader.requiredBytes("x"), d: try reader.bytes("d"))
         case "oct":
@@ -57,7 +59,9 @@ extension JWK {
         if let ops = members["key_ops"] {
             guard let array = ops.arrayValue else { throw JOSEError(.invalidKey, "key_ops must be an array") }
             keyOperations = try array.map { element in
-                guard let string = element.stringValue else { throw JOSEError(.invalidKey, "key_ops must hold strings") }
+                guard let string = element.stringValue else {
+                    throw JOSEError(.invalidKey, "key_ops must hold strings")
+                }
                 return string
             }
         }
@@ -96,7 +100,9 @@ extension JWK {
         return .object(members)
     }
 
-    /// The public key as compact JWK JSON (members sorted). Holds no private material.
+    /// The public key as compact JWK JSON (members sorted).
+    ///
+    /// Holds no private material.
     public var jwkRepresentation: String { jsonValue().jsonString }
 
     /// The JWK SHA-256 thumbprint (RFC 7638), base64url-encoded.
@@ -131,7 +137,9 @@ private struct MemberReader {
 
     func string(_ name: String) throws(JOSEError) -> String? {
         guard let value = members[name] else { return nil }
-        guard let string = value.stringValue else { throw JOSEError(.invalidKey, "the JWK member \(name) must be a string") }
+        guard let string = value.stringValue else {
+            throw JOSEError(.invalidKey, "the JWK member \(name) must be a string")
+        }
         return string
     }
 
@@ -139,7 +147,8 @@ private struct MemberReader {
         guard let text = try string(name) else { return nil }
         var copy = text
         do {
-            return try copy.withUTF8 { buffer throws(JOSEError) in try Base64URL.decode(UnsafeRawBufferPointer(buffer)) }
+            return try copy.withUTF8 { buffer throws(JOSEError) in try Base64URL.decode(UnsafeRawBufferPointer(buffer))
+            }
         } catch {
             throw JOSEError(.invalidKey, "the JWK member \(name) is not strict base64url")
         }
@@ -152,7 +161,9 @@ private struct MemberReader {
 
     func curve() throws(JOSEError) -> JWK.Curve {
         guard let name = try string("crv") else { throw JOSEError(.invalidKey, "the JWK lacks its crv member") }
-        guard let curve = JWK.Curve(name: name) else { throw JOSEError(.invalidKey, "unsupported curve \(name.prefix(16))") }
+        guard let curve = JWK.Curve(name: name) else {
+            throw JOSEError(.invalidKey, "unsupported curve \(name.prefix(16))")
+        }
         return curve
     }
 }

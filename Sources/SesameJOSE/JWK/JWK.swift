@@ -8,7 +8,9 @@ import Foundation
 /// the curve's length; HMAC keys must not be empty. The backend key object is built at the same time and
 /// reused by every verification, so verifying never re-parses the key.
 public struct JWK: Sendable {
-    /// The key type (RFC 7518 §6.1). Sent as `kty`.
+    /// The key type (RFC 7518 §6.1).
+    ///
+    /// Sent as `kty`.
     public enum KeyType: String, Sendable, Hashable {
         case rsa = "RSA"
         case ec = "EC"
@@ -16,13 +18,16 @@ public struct JWK: Sendable {
         case octet = "oct"
     }
 
-    /// A named curve. Sent as `crv`.
+    /// A named curve.
+    ///
+    /// Sent as `crv`.
     public struct Curve: Hashable, Sendable, CustomStringConvertible {
         /// The registered name (`P-256`, `P-384`, `P-521`, `Ed25519`).
         public let name: String
         /// The length in octets of one coordinate (or of the OKP public key).
         public let coordinateLength: Int
 
+        /// The registered name.
         public var description: String { name }
         /// NIST P-256 (secp256r1).
         public static let p256 = Curve(name: "P-256", coordinateLength: 32)
@@ -44,16 +49,26 @@ public struct JWK: Sendable {
         }
     }
 
-    /// The key type. Sent as `kty`.
+    /// The key type.
+    ///
+    /// Sent as `kty`.
     public var keyType: KeyType { components.keyType }
-    /// The key identifier, compared byte for byte. Sent as `kid`.
+    /// The key identifier, compared byte for byte.
+    ///
+    /// Sent as `kid`.
     public let keyID: String?
-    /// The algorithm the key is restricted to, as declared. Sent as `alg`. A key that declares an algorithm
+    /// The algorithm the key is restricted to, as declared.
+    ///
+    /// Sent as `alg`. A key that declares an algorithm
     /// verifies only tokens of that algorithm (RFC 8725 §3.1).
     public let declaredAlgorithm: String?
-    /// The intended use (`sig` or `enc`). Sent as `use`.
+    /// The intended use (`sig` or `enc`).
+    ///
+    /// Sent as `use`.
     public let use: String?
-    /// The permitted operations. Sent as `key_ops`.
+    /// The permitted operations.
+    ///
+    /// Sent as `key_ops`.
     public let keyOperations: [String]?
 
     package let components: Components

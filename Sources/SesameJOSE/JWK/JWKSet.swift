@@ -8,10 +8,15 @@ import Foundation
 public struct JWKSet: Sendable {
     /// Limits on what a key set may hold (RFC 8725 resource limits; ATK-14).
     public struct Limits: Sendable {
-        /// The largest JWKS document accepted, in bytes. Default 512 KiB.
+        /// The largest JWKS document accepted, in bytes.
+        ///
+        /// Default 512 KiB.
         public var maxDocumentSize = 512 * 1024
-        /// The most keys a set may list. Default 100.
+        /// The most keys a set may list.
+        ///
+        /// Default 100.
         public var maxKeyCount = 100
+        /// The defaults: 512 KiB and 100 keys.
         public init() {}
     }
 
@@ -76,7 +81,9 @@ public struct JWKSet: Sendable {
         for entry in entries {
             guard let kty = entry.kty, let kid = entry.kid else { continue }
             let slot = kty + "|" + kid
-            if let algorithms = seen[slot], algorithms.contains(where: { $0 == nil || entry.alg == nil || $0 == entry.alg }) {
+            if let algorithms = seen[slot],
+                algorithms.contains(where: { $0 == nil || entry.alg == nil || $0 == entry.alg })
+            {
                 ambiguous.insert(slot)
             }
             seen[slot, default: []].append(entry.alg)

@@ -15,7 +15,9 @@ public struct JWS: Sendable {
     /// The decoded payload.
     public let payload: Data
 
-    /// Parses a compact JWS **without verifying it**. For display and diagnostics only.
+    /// Parses a compact JWS **without verifying it**.
+    ///
+    /// For display and diagnostics only.
     ///
     /// - Throws: ``JOSEError`` for any structural problem.
     public static func unverified(_ compact: String, maxSize: Int = defaultMaxSize) throws -> JWS {
@@ -35,6 +37,7 @@ public struct JWS: Sendable {
     ///   - allowedAlgorithms: the algorithms acceptable here. By default every asymmetric algorithm; HMAC only
     ///     when listed explicitly.
     ///   - maxSize: the size cap, checked first.
+    /// - Returns: the verified header and payload.
     /// - Throws: ``JOSEError``; a bad signature is always ``JOSEError/Code/signatureInvalid``.
     public static func verify(
         _ compact: String,
@@ -56,6 +59,7 @@ public struct JWS: Sendable {
     ///   - key: a private key (or a symmetric key for HS*). Its `kid`, if any, goes into the header.
     ///   - algorithm: the algorithm; it must fit the key.
     ///   - header: further header parameters (`typ`, `jwk`, …). `alg` and `kid` are set from the arguments.
+    /// - Returns: the compact serialization `header.payload.signature`.
     /// - Throws: ``JOSEError`` with ``JOSEError/Code/algorithmNotAllowed`` when the algorithm does not fit the key,
     ///   ``JOSEError/Code/invalidKey`` for a public key.
     public static func sign(
@@ -99,22 +103,24 @@ public struct JWS: Sendable {
             throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes")
         }
         var token = compact
-        return try JOSEError.typed { try token.withUTF8 { utf8 throws(JOSEError) in
-            let bytes = UnsafeRawBufferPointer(utf8)
-            guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else {
-                throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
+        return try JOSEError.typed {
+            try token.withUTF8 { utf8 throws(JOSEError) in
+                let bytes = UnsafeRawBufferPointer(utf8)
+                guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else {
+                    throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
+                }
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[(firstDot + 1)...])
+                guard let secondOffset = rest.firstIndex(of: UInt8(ascii: ".")) else {
+                    throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
+                }
+                let secondDot = firstDot + 1 + secondOffset
+                guard !bytes[(secondDot + 1)...].contains(UInt8(ascii: ".")) else {
+                    throw JOSEError(.malformedToken, "a compact JWS has exactly three parts (a JWE has five)")
+                }
+                guard firstDot > 0 else { throw JOSEError(.malformedToken, "the header part is empty") }
+                return try body(CompactParts(bytes: bytes, firstDot: firstDot, secondDot: secondDot))
             }
-            let rest = UnsafeRawBufferPointer(rebasing: bytes[(firstDot + 1)...])
-            guard let secondOffset = rest.firstIndex(of: UInt8(ascii: ".")) else {
-                throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
-            }
-            let secondDot = firstDot + 1 + secondOffset
-            guard !bytes[(secondDot + 1)...].contains(UInt8(ascii: ".")) else {
-                throw JOSEError(.malformedToken, "a compact JWS has exactly three parts (a JWE has five)")
-            }
-            guard firstDot > 0 else { throw JOSEError(.malformedToken, "the header part is empty") }
-            return try body(CompactParts(bytes: bytes, firstDot: firstDot, secondDot: secondDot))
-        } }
+        }
     }
 }
 
@@ -132,7 +138,9 @@ package struct CompactParts {
 
     package func header() throws(JOSEError) -> JWSHeader {
         let json = try Base64URL.decode(headerText)
-        let value = try JOSEError.typed { try json.withUnsafeBytes { buffer throws(JOSEError) in try JOSEValue.parse(buffer: buffer) } }
+        let value = try JOSEError.typed {
+            try json.withUnsafeBytes { buffer throws(JOSEError) in try JOSEValue.parse(buffer: buffer) }
+        }
         guard let members = value.objectValue else {
             throw JOSEError(.malformedToken, "the JWS header is not a JSON object")
         }
@@ -148,7 +156,9 @@ package struct CompactParts {
         allowedAlgorithms: Set<JWSAlgorithm>
     ) throws(JOSEError) {
         guard let algorithm = header.algorithm else {
-            throw JOSEError(.unsupportedAlgorithm, "the algorithm \(header.algorithmName.prefix(16)) is not supported", parameter: "alg")
+            throw JOSEError(
+                .unsupportedAlgorithm, "the algorithm \(header.algorithmName.prefix(16)) is not supported",
+                parameter: "alg")
         }
         guard allowedAlgorithms.contains(algorithm) else {
             throw JOSEError(.algorithmNotAllowed, "\(algorithm) is not an allowed algorithm here", parameter: "alg")
@@ -171,7 +181,9 @@ package struct CompactParts {
 
 extension JWK {
     /// Whether `signature` (the JWS form: `R‖S` for ECDSA) is valid over `message` under this key and
-    /// `algorithm`. The key must fit the algorithm; this does not look at `alg`, `use` or `key_ops`.
+    /// `algorithm`.
+    ///
+    /// The key must fit the algorithm; this does not look at `alg`, `use` or `key_ops`.
     package func isValidSignature(
         _ signature: UnsafeRawBufferPointer,
         over message: UnsafeRawBufferPointer,

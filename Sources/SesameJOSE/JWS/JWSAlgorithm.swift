@@ -18,8 +18,11 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
         self.hash = hash
     }
 
+    /// Algorithms are equal when their names are.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
+    /// Hashes the name.
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    /// The registered name.
     public var description: String { name }
 
     /// RSASSA-PKCS1-v1_5 with SHA-256.
@@ -44,7 +47,9 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
     public static let eddsa = Self("EdDSA", .eddsa, .sha512)
     /// Ed25519, the fully specified name of RFC 9864.
     public static let ed25519 = Self("Ed25519", .eddsa, .sha512)
-    /// HMAC with SHA-256. Only usable with a key created as symmetric on purpose.
+    /// HMAC with SHA-256.
+    ///
+    /// Only usable with a key created as symmetric on purpose.
     public static let hs256 = Self("HS256", .hmac, .sha256)
     /// HMAC with SHA-384.
     public static let hs384 = Self("HS384", .hmac, .sha384)
@@ -60,7 +65,9 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
     /// The asymmetric algorithms: the default allowlist for tokens from an issuer.
     public static let asymmetric: Set<JWSAlgorithm> = Set(all.filter { $0.family != .hmac })
 
-    /// Looks up a registered name, case-sensitively. Returns nil for `none` and every unknown name.
+    /// Looks up a registered name, case-sensitively.
+    ///
+    /// Returns nil for `none` and every unknown name.
     public init?(name: String) {
         guard let found = Self.all.first(where: { $0.name == name }) else { return nil }
         self = found

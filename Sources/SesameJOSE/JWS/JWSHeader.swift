@@ -20,7 +20,9 @@ public struct JWSHeader: Sendable, Hashable {
 
     /// Builds a header from parameters, applying the checks of RFC 7515 §4 and RFC 7797 §6-7.
     package init(parameters: [String: JOSEValue]) throws(JOSEError) {
-        guard let alg = parameters["alg"] else { throw JOSEError(.invalidHeader, "the header has no alg", parameter: "alg") }
+        guard let alg = parameters["alg"] else {
+            throw JOSEError(.invalidHeader, "the header has no alg", parameter: "alg")
+        }
         guard let algName = alg.stringValue else {
             throw JOSEError(.invalidHeader, "alg must be a string", parameter: "alg")
         }

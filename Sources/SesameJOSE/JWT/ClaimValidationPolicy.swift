@@ -10,18 +10,26 @@ public struct ClaimValidationPolicy: Sendable {
     public var audience: String?
     /// Further audiences that may appear beside ``audience`` without requiring `azp`.
     public var additionalTrustedAudiences: Set<String> = []
-    /// The required `azp` when present (or when untrusted extra audiences make it mandatory). Defaults to
+    /// The required `azp` when present (or when untrusted extra audiences make it mandatory).
+    ///
+    /// Defaults to
     /// ``audience`` for that check when nil.
     public var authorizedParty: String?
     /// The `nonce` the token must carry (compared in constant time), or nil to skip.
     public var nonce: String?
-    /// Clock-skew allowance for `exp`, `nbf` and `iat`. Default 60 s.
+    /// Clock-skew allowance for `exp`, `nbf` and `iat`.
+    ///
+    /// Default 60 s.
     public var leeway: TimeInterval = 60
     /// The oldest acceptable `iat`, or nil for no bound.
     public var maxAge: TimeInterval?
-    /// Claims that must be present. Default `["exp"]`.
+    /// Claims that must be present.
+    ///
+    /// Default `["exp"]`.
     public var requiredClaims: Set<String> = ["exp"]
-    /// Acceptable `typ` header values, compared case-insensitively without an `application/` prefix. An absent
+    /// Acceptable `typ` header values, compared case-insensitively without an `application/` prefix.
+    ///
+    /// An absent
     /// `typ` is accepted. Default `["jwt"]`, which refuses `at+jwt`, `dpop+jwt`, `logout+jwt` and the like
     /// (RFC 8725 §3.11).
     public var acceptedTypes: Set<String> = ["jwt"]
@@ -41,7 +49,9 @@ public struct ClaimValidationPolicy: Sendable {
         self.requiredClaims = requiredClaims
     }
 
-    /// The latest plausible NumericDate: the end of year 9999. Larger values are usually milliseconds.
+    /// The latest plausible NumericDate: the end of year 9999.
+    ///
+    /// Larger values are usually milliseconds.
     static let latestPlausibleDate: Double = 253_402_300_799
 
     /// Checks `claims` at time `now`.
@@ -63,7 +73,9 @@ public struct ClaimValidationPolicy: Sendable {
             throw JOSEError(.notYetValid, "the token is not valid yet", parameter: "nbf")
         }
         if let iat = try numericDate("iat", in: claims) {
-            if iat > time + leeway { throw JOSEError(.issuedInFuture, "the token was issued in the future", parameter: "iat") }
+            if iat > time + leeway {
+                throw JOSEError(.issuedInFuture, "the token was issued in the future", parameter: "iat")
+            }
             if let maxAge, time - iat > maxAge + leeway {
                 throw JOSEError(.issuedTooLongAgo, "the token was issued too long ago", parameter: "iat")
             }
@@ -74,7 +86,9 @@ public struct ClaimValidationPolicy: Sendable {
             }
         }
         if let issuer, claims.issuer != issuer {
-            throw JOSEError(claims.issuer == nil ? .missingClaim : .issuerMismatch, "iss is not the expected issuer", parameter: "iss")
+            throw JOSEError(
+                claims.issuer == nil ? .missingClaim : .issuerMismatch, "iss is not the expected issuer",
+                parameter: "iss")
         }
         try checkAudience(claims)
         if let nonce {
@@ -92,7 +106,9 @@ public struct ClaimValidationPolicy: Sendable {
                 case .array(let items): !items.isEmpty && items.allSatisfy { $0.stringValue != nil }
                 default: false
                 }
-            guard valid else { throw JOSEError(.invalidClaimType, "aud must be a string or an array of strings", parameter: "aud") }
+            guard valid else {
+                throw JOSEError(.invalidClaimType, "aud must be a string or an array of strings", parameter: "aud")
+            }
         }
         let expectedParty = authorizedParty ?? audience
         if let expectedParty, let azp = claims.authorizedParty, azp != expectedParty {
@@ -121,7 +137,8 @@ public struct ClaimValidationPolicy: Sendable {
             throw JOSEError(.invalidClaimType, "\(name) must be a NumericDate (a JSON number)", parameter: name)
         }
         guard seconds >= 0, seconds <= Self.latestPlausibleDate else {
-            throw JOSEError(.invalidClaimType, "\(name) is not a plausible NumericDate (milliseconds?)", parameter: name)
+            throw JOSEError(
+                .invalidClaimType, "\(name) is not a plausible NumericDate (milliseconds?)", parameter: name)
         }
         return seconds
     }

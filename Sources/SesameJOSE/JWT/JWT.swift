@@ -7,7 +7,9 @@ public struct JWT: Sendable {
     /// The claims.
     public let claims: JWTClaims
 
-    /// Decodes a JWT **without verifying its signature or its claims**. For display only: never base a decision
+    /// Decodes a JWT **without verifying its signature or its claims**.
+    ///
+    /// For display only: never base a decision
     /// on what this returns.
     ///
     /// - Throws: ``JOSEError`` when the token is not a well-formed compact JWS with a JSON-object payload.
@@ -17,7 +19,9 @@ public struct JWT: Sendable {
         }
     }
 
-    /// The claims of a JWT, **unverified**. For display only.
+    /// The claims of a JWT, **unverified**.
+    ///
+    /// For display only.
     ///
     /// - Throws: ``JOSEError`` when the token is malformed.
     public static func unverifiedClaims(of token: String) throws -> JWTClaims {
@@ -30,17 +34,19 @@ public struct JWT: Sendable {
             throw JOSEError(.malformedBase64URL, "base64url text has an impossible length")
         }
         let value = try JOSEError.typed {
-            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(length, 1)) { buffer throws(JOSEError) -> JOSEValue in
-            let slice = UnsafeMutableBufferPointer(rebasing: buffer[..<length])
-            guard Base64URL.decodeUnchecked(payloadText, into: slice) else {
-                throw JOSEError(.malformedBase64URL, "the payload is not strict base64url")
+            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(length, 1)) {
+                buffer throws(JOSEError) -> JOSEValue in
+                let slice = UnsafeMutableBufferPointer(rebasing: buffer[..<length])
+                guard Base64URL.decodeUnchecked(payloadText, into: slice) else {
+                    throw JOSEError(.malformedBase64URL, "the payload is not strict base64url")
+                }
+                do throws(JOSEError) {
+                    return try JOSEValue.parse(buffer: UnsafeRawBufferPointer(slice))
+                } catch  where error.code == .malformedJSON {
+                    throw JOSEError(.malformedClaims, "the payload is not a JSON claim set")
+                }
             }
-            do throws(JOSEError) {
-                return try JOSEValue.parse(buffer: UnsafeRawBufferPointer(slice))
-            } catch where error.code == .malformedJSON {
-                throw JOSEError(.malformedClaims, "the payload is not a JSON claim set")
-            }
-        } }
+        }
         guard let members = value.objectValue else {
             throw JOSEError(.malformedClaims, "the payload is not a JSON object")
         }
@@ -55,6 +61,7 @@ public struct JWT: Sendable {
     ///   - algorithm: the signature algorithm.
     ///   - type: the `typ` header, `JWT` by default.
     ///   - header: further header parameters.
+    /// - Returns: the compact JWT.
     /// - Throws: ``JOSEError`` as ``JWS/sign(payload:key:algorithm:header:)`` does.
     public static func sign(
         _ claims: JWTClaims,
@@ -77,9 +84,13 @@ public struct JWTVerifier: Sendable {
     public var keys: JWKSet
     /// The claim checks.
     public var policy: ClaimValidationPolicy
-    /// Acceptable algorithms. Default: every asymmetric algorithm; HMAC only when listed.
+    /// Acceptable algorithms.
+    ///
+    /// Default: every asymmetric algorithm; HMAC only when listed.
     public var allowedAlgorithms: Set<JWSAlgorithm>
-    /// The size cap on a token, checked before decoding. Default 64 KiB.
+    /// The size cap on a token, checked before decoding.
+    ///
+    /// Default 64 KiB.
     public var maxTokenSize: Int = JWS.defaultMaxSize
 
     /// Creates a verifier.
@@ -98,6 +109,7 @@ public struct JWTVerifier: Sendable {
     /// - Parameters:
     ///   - token: the compact JWT.
     ///   - now: the current time, injected (tests and the CLI's `--now` pass a fixed clock).
+    /// - Returns: the verified token.
     /// - Throws: ``JOSEError``: structure and encoding codes, ``JOSEError/Code/unsupportedAlgorithm``,
     ///   ``JOSEError/Code/algorithmNotAllowed``, ``JOSEError/Code/keyNotFound``,
     ///   ``JOSEError/Code/signatureInvalid``, then one code per claim check.
@@ -127,7 +139,8 @@ public struct JWTVerifier: Sendable {
         var normalized = type.lowercased()
         if normalized.hasPrefix("application/") { normalized.removeFirst("application/".count) }
         guard policy.acceptedTypes.contains(normalized) else {
-            throw JOSEError(.invalidHeader, "typ \(type.prefix(32)) is not an accepted token type here", parameter: "typ")
+            throw JOSEError(
+                .invalidHeader, "typ \(type.prefix(32)) is not an accepted token type here", parameter: "typ")
         }
     }
 }

@@ -25,7 +25,9 @@ enum TestVectors {
             atPath: wycheproofDirectory.appendingPathComponent("json_web_signature_test.json").path
         )
         if !available {
-            print("◇ NOTICE: Wycheproof vectors not found at \(wycheproofDirectory.path); set SESAME_TESTVECTORS. Those tests are skipped.")
+            print(
+                "◇ NOTICE: Wycheproof vectors not found at \(wycheproofDirectory.path); set SESAME_TESTVECTORS. Those tests are skipped."
+            )
         }
         return available
     }()
@@ -110,9 +112,16 @@ func expectJOSEError(
 
 /// Keys generated once for the whole test run (RSA generation is slow).
 enum TestKeys {
-    static let rsa = try! JWK.generate(for: .rs256, keyID: "rsa-1")
-    static let ec = try! JWK.generate(for: .es256, keyID: "ec-1")
-    static let ed = try! JWK.generate(for: .eddsa, keyID: "ed-1")
+    static let rsa = make(.rs256, "rsa-1")
+    static let ec = make(.es256, "ec-1")
+    static let ed = make(.eddsa, "ed-1")
+
+    private static func make(_ algorithm: JWSAlgorithm, _ keyID: String) -> JWK {
+        guard let key = try? JWK.generate(for: algorithm, keyID: keyID) else {
+            fatalError("could not generate a \(algorithm) test key")
+        }
+        return key
+    }
 
     static func publicSet(_ keys: JWK...) throws -> JWKSet { try JWKSet(keys: keys.map { try $0.publicKey() }) }
 
