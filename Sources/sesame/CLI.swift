@@ -35,6 +35,7 @@ enum CLI {
                                     sign a claim set with a private JWK; print the token
           jwk generate [--alg ES256] [--kid KID] [--public]
                                     generate a key; print it as a JWK (private unless --public)
+          jwk public [FILE|-]       print the public half of a JWK as a one-key JWK Set
           help                      this text
 
         A TOKEN of '-' or no TOKEN reads it from standard input.
@@ -86,9 +87,14 @@ enum CLI {
             default: throw CLIError.usage("unknown jwt command '\(sub)'")
             }
         case "jwk":
-            guard rest.first == "generate" else { throw CLIError.usage("jwk needs generate") }
-            try JWKCommands.generate(
-                try ParsedArguments(Array(rest.dropFirst()), options: ["--alg", "--kid"], flags: ["--public"]))
+            let subArguments = Array(rest.dropFirst())
+            switch rest.first {
+            case "generate":
+                try JWKCommands.generate(
+                    try ParsedArguments(subArguments, options: ["--alg", "--kid"], flags: ["--public"]))
+            case "public": try JWKCommands.publicSet(try ParsedArguments(subArguments, options: [], flags: []))
+            default: throw CLIError.usage("jwk needs generate or public")
+            }
         default:
             throw CLIError.usage("unknown command '\(command)'")
         }

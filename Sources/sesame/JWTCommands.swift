@@ -74,8 +74,19 @@ enum JWTCommands {
     }
 }
 
-/// `sesame jwk generate`.
+/// `sesame jwk generate | public`.
 enum JWKCommands {
+    /// Prints `{"keys":[public JWK]}` for a private (or public) JWK file.
+    static func publicSet(_ arguments: ParsedArguments) throws {
+        let path = try arguments.atMostOnePositional("key file")
+        let text = path.flatMap { $0 == "-" ? nil : $0 }.map { try? String(contentsOfFile: $0, encoding: .utf8) }
+        guard let json = text ?? argumentOrStandardInput(nil) else {
+            throw CLIError(status: .failure, code: "io", message: "cannot read \(path ?? "-")")
+        }
+        let key = try JWK(json: json)
+        print(try JWKSet(keys: [try key.publicKey()]).jsonValue.prettyJSONString)
+    }
+
     static func generate(_ arguments: ParsedArguments) throws {
         let name = try arguments.value("--alg") ?? "ES256"
         guard let algorithm = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }

@@ -83,6 +83,17 @@ import Testing
         #expect(!bad.stderr.contains(String(parts[2])), "the signature must not be echoed")
     }
 
+    @Test("jwk public turns the private key file into a JWKS that verifies its tokens")
+    func publicSet() throws {
+        let result = try CLIRunner.run(["jwk", "public", keyPath])
+        #expect(result.status == 0 && !result.stdout.contains("\"d\"") && result.stdout.contains("cli-key"))
+        let path = directory.appendingPathComponent("derived.json").path
+        try result.stdout.write(toFile: path, atomically: true, encoding: .utf8)
+        let token = try sign(#"{"sub":"dora","exp":1700000600}"#)
+        let verified = try CLIRunner.run(["jwt", "verify", "--jwks", path, "--now", "1700000000", token])
+        #expect(verified.status == 0 && verified.stdout.contains("dora"), "\(verified.stderr)")
+    }
+
     @Test("The token may come from standard input")
     func standardInput() throws {
         let token = try sign(#"{"sub":"bob","exp":1700000600}"#)
