@@ -53,6 +53,28 @@ public enum Base64URL {
         return output
     }
 
+    /// Decodes into a temporary buffer (on the stack when small) and hands it to `body`.
+    package static func withDecoded<R>(
+        _ input: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws(JOSEError) -> R
+    ) throws(JOSEError) -> R {
+        guard let length = decodedLength(of: input.count) else {
+            throw JOSEError(.malformedBase64URL, "base64url text has an impossible length")
+        }
+        return try JOSEError.typed {
+            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(length, 1)) {
+                buffer throws(JOSEError) -> R in
+                let slice = UnsafeMutableBufferPointer(rebasing: buffer[..<length])
+                guard decodeUnchecked(input, into: slice) else {
+                    throw JOSEError(
+                        .malformedBase64URL,
+                        "base64url text has a character outside the alphabet or non-canonical trailing bits")
+                }
+                return try body(UnsafeRawBufferPointer(slice))
+            }
+        }
+    }
+
     /// The decoded length of `count` base64url characters, or nil for an impossible length.
     package static func decodedLength(of count: Int) -> Int? {
         count % 4 == 1 ? nil : count / 4 * 3 + max(0, count % 4 - 1)
@@ -62,6 +84,14 @@ public enum Base64URL {
     package static func decodeUnchecked(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>)
         -> Bool
     {
+        table.withUnsafeBufferPointer { table in decode(input, into: out, table: table) }
+    }
+
+    private static func decode(
+        _ input: UnsafeRawBufferPointer,
+        into out: UnsafeMutableBufferPointer<UInt8>,
+        table: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
         let count = input.count
         var bad: UInt8 = 0
         var i = 0

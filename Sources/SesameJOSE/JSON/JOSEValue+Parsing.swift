@@ -98,25 +98,30 @@ struct JOSEJSONParser {
 
     private mutating func parseObject() throws(JOSEError) -> JOSEValue {
         try enterContainer()
-        var members: [String: JOSEValue] = [:]
+        var members: [JOSEObject.Member] = []
+        members.reserveCapacity(16)
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object(JOSEObject(uniqueMembers: members))
         }
         while true {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw Self.error("expected a member name")
             }
+            let rawFingerprint = fingerprint(from: index + 1)
             let key = try parseString()
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Self.error("expected ':'") }
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if members.updateValue(value, forKey: key) != nil {
+            let fingerprint = rawFingerprint ?? JOSEObject.fingerprint(of: key)
+            // Names are compared as strings only where the fingerprints match.
+            if members.contains(where: { $0.fingerprint == fingerprint && $0.name == key }) {
                 throw JOSEError(.duplicateMember, "a JSON object names the member \"\(Self.printable(key))\" twice")
             }
+            members.append(JOSEObject.Member(name: key, value: value, fingerprint: fingerprint))
             skipWhitespace()
             guard index < bytes.count else { throw Self.error("unterminated object") }
             let byte = bytes[index]
@@ -126,7 +131,22 @@ struct JOSEJSONParser {
             skipWhitespace()
         }
         depth -= 1
-        return .object(members)
+        return .object(JOSEObject(uniqueMembers: members))
+    }
+
+    /// FNV-1a over the raw bytes of the string starting at `start` (just after its quote), the same value
+    /// ``JOSEObject/fingerprint(of:)`` gives its decoded name; nil when the string has an escape.
+    private func fingerprint(from start: Int) -> UInt64? {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var position = start
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") { return hash | 1 }
+            if byte == UInt8(ascii: "\\") { return nil }
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            position += 1
+        }
+        return nil
     }
 
     /// A member name cut short and stripped of control characters, for error messages.
@@ -159,17 +179,19 @@ struct JOSEJSONParser {
     private mutating func parseString() throws(JOSEError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes; the UTF-8 check runs only when a non-ASCII byte was seen.
+        var highBits: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard let string = String(validating: slice, as: UTF8.self) else {
+                if highBits & 0x80 != 0, !UTF8Validation.isValid(slice) {
                     throw Self.error("a string is not valid UTF-8")
                 }
-                return string
+                return UTF8Validation.string(slice)
             }
+            highBits |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw Self.error("a string contains a control character") }
             index += 1
@@ -180,10 +202,10 @@ struct JOSEJSONParser {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let string = String(validating: scratch, as: UTF8.self) else {
+                guard scratch.withUnsafeBytes({ UTF8Validation.isValid($0) }) else {
                     throw Self.error("a string is not valid UTF-8")
                 }
-                return string
+                return scratch.withUnsafeBytes { UTF8Validation.string($0) }
             case UInt8(ascii: "\\"):
                 try parseEscape(into: &scratch)
             case 0..<0x20:
@@ -269,6 +291,15 @@ struct JOSEJSONParser {
             }
             guard index < bytes.count, Self.isDigit(bytes[index]) else { throw Self.error("invalid number") }
             while index < bytes.count, Self.isDigit(bytes[index]) { index += 1 }
+        }
+        if isInteger, index - start <= 18 {
+            // Up to 18 digits always fit in Int64: accumulate directly.
+            var value: Int64 = 0
+            let negative = bytes[start] == UInt8(ascii: "-")
+            for position in (negative ? start + 1 : start)..<index {
+                value = value * 10 + Int64(bytes[position] &- UInt8(ascii: "0"))
+            }
+            return .integer(negative ? -value : value)
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }

@@ -37,17 +37,19 @@ extension JOSEValue {
             }
             if !elements.isEmpty { Self.newline(&output, pretty: pretty, indent: indent) }
             output.append(UInt8(ascii: "]"))
-        case .object(let members):
+        case .object(let object):
             output.append(UInt8(ascii: "{"))
-            for (offset, key) in members.keys.sorted().enumerated() {
+            // Sorted by UTF-8 bytes: the order RFC 7638 asks for, and stable output for everything else.
+            let sorted = object.members.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            for (offset, member) in sorted.enumerated() {
                 if offset > 0 { output.append(UInt8(ascii: ",")) }
                 Self.newline(&output, pretty: pretty, indent: indent + 1)
-                Self.writeString(key, into: &output)
+                Self.writeString(member.name, into: &output)
                 output.append(UInt8(ascii: ":"))
                 if pretty { output.append(UInt8(ascii: " ")) }
-                members[key]?.write(into: &output, pretty: pretty, indent: indent + 1)
+                member.value.write(into: &output, pretty: pretty, indent: indent + 1)
             }
-            if !members.isEmpty { Self.newline(&output, pretty: pretty, indent: indent) }
+            if !object.isEmpty { Self.newline(&output, pretty: pretty, indent: indent) }
             output.append(UInt8(ascii: "}"))
         }
     }

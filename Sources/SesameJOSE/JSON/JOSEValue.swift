@@ -12,7 +12,7 @@ public enum JOSEValue: Sendable, Hashable {
     case number(Double)
     case string(String)
     case array([JOSEValue])
-    case object([String: JOSEValue])
+    case object(JOSEObject)
 
     /// The string, if this is a string.
     public var stringValue: String? {
@@ -30,7 +30,7 @@ public enum JOSEValue: Sendable, Hashable {
     }
 
     /// The members, if this is an object.
-    public var objectValue: [String: JOSEValue]? {
+    public var objectValue: JOSEObject? {
         if case .object(let value) = self { return value }
         return nil
     }
@@ -65,6 +65,8 @@ extension JOSEValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(nilLiteral: ()) { self = .null }
     /// An object (a repeated key keeps the last value).
     public init(dictionaryLiteral elements: (String, JOSEValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        var object = JOSEObject()
+        for (name, value) in elements { object[name] = value }
+        self = .object(object)
     }
 }

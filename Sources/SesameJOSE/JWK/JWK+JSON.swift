@@ -114,7 +114,7 @@ extension JWK {
     }
 
     /// The members RFC 7638 §3.2 requires, per key type.
-    private static func requiredMembers(of components: Components) -> [String: JOSEValue] {
+    private static func requiredMembers(of components: Components) -> JOSEObject {
         switch components {
         case .rsa(let n, let e, _):
             ["kty": "RSA", "n": .string(Base64URL.encode(n)), "e": .string(Base64URL.encode(e))]
@@ -133,7 +133,7 @@ extension JWK {
 
 /// Reads typed JWK members with precise errors.
 private struct MemberReader {
-    let members: [String: JOSEValue]
+    let members: JOSEObject
 
     func string(_ name: String) throws(JOSEError) -> String? {
         guard let value = members[name] else { return nil }

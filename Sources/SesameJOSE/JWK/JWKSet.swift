@@ -115,12 +115,12 @@ public struct JWKSet: Sendable {
     ///
     /// - Throws: ``JOSEError`` with ``JOSEError/Code/keyNotFound`` or ``JOSEError/Code/ambiguousKey``.
     package func candidates(for algorithm: JWSAlgorithm, keyID: String?) throws(JOSEError) -> [JWK] {
-        let fitting = keys.filter { $0.canVerify(algorithm) }
         guard let keyID else {
+            let fitting = keys.filter { $0.canVerify(algorithm) }
             guard !fitting.isEmpty else { throw JOSEError(.keyNotFound, "no key in the set fits \(algorithm)") }
             return fitting
         }
-        let matching = fitting.filter { $0.keyID == keyID }
+        let matching = keys.filter { $0.keyID == keyID && $0.canVerify(algorithm) }
         if let first = matching.first, ambiguousKeyIDs.contains(first.keyType.rawValue + "|" + keyID) {
             throw JOSEError(.ambiguousKey, "several keys in the set share the token's kid")
         }

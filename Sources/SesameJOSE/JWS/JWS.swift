@@ -66,7 +66,7 @@ public struct JWS: Sendable {
         payload: some Collection<UInt8>,
         key: JWK,
         algorithm: JWSAlgorithm,
-        header: [String: JOSEValue] = [:]
+        header: JOSEObject = [:]
     ) throws -> String {
         guard key.fits(algorithm), key.declaredAlgorithm.map({ $0 == algorithm.name }) ?? true else {
             throw JOSEError(.algorithmNotAllowed, "\(algorithm) does not fit \(key)")
@@ -93,6 +93,14 @@ public struct JWS: Sendable {
         return String(decoding: signingInput, as: UTF8.self)
     }
 
+    /// The offset of the next `.` at or after `start` (memchr: this runs on every token).
+    private static func indexOfDot(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard let base = bytes.baseAddress, start < bytes.count,
+            let found = memchr(base + start, Int32(UInt8(ascii: ".")), bytes.count - start)
+        else { return nil }
+        return UnsafeRawPointer(found) - base
+    }
+
     /// Splits a compact JWS after the size and shape checks and hands its parts to `body`.
     package static func withParts<R>(
         _ compact: String,
@@ -106,15 +114,12 @@ public struct JWS: Sendable {
         return try JOSEError.typed {
             try token.withUTF8 { utf8 throws(JOSEError) in
                 let bytes = UnsafeRawBufferPointer(utf8)
-                guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else {
+                guard let firstDot = Self.indexOfDot(in: bytes, from: 0),
+                    let secondDot = Self.indexOfDot(in: bytes, from: firstDot + 1)
+                else {
                     throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
                 }
-                let rest = UnsafeRawBufferPointer(rebasing: bytes[(firstDot + 1)...])
-                guard let secondOffset = rest.firstIndex(of: UInt8(ascii: ".")) else {
-                    throw JOSEError(.malformedToken, "a compact JWS has three dot-separated parts")
-                }
-                let secondDot = firstDot + 1 + secondOffset
-                guard !bytes[(secondDot + 1)...].contains(UInt8(ascii: ".")) else {
+                guard Self.indexOfDot(in: bytes, from: secondDot + 1) == nil else {
                     throw JOSEError(.malformedToken, "a compact JWS has exactly three parts (a JWE has five)")
                 }
                 guard firstDot > 0 else { throw JOSEError(.malformedToken, "the header part is empty") }
@@ -137,9 +142,8 @@ package struct CompactParts {
     var signingInput: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[..<secondDot]) }
 
     package func header() throws(JOSEError) -> JWSHeader {
-        let json = try Base64URL.decode(headerText)
-        let value = try JOSEError.typed {
-            try json.withUnsafeBytes { buffer throws(JOSEError) in try JOSEValue.parse(buffer: buffer) }
+        let value = try Base64URL.withDecoded(headerText) { json throws(JOSEError) in
+            try JOSEValue.parse(buffer: json)
         }
         guard let members = value.objectValue else {
             throw JOSEError(.malformedToken, "the JWS header is not a JSON object")
@@ -164,17 +168,11 @@ package struct CompactParts {
             throw JOSEError(.algorithmNotAllowed, "\(algorithm) is not an allowed algorithm here", parameter: "alg")
         }
         let candidates = try keys.candidates(for: algorithm, keyID: header.keyID)
-        let signature: [UInt8]
-        do {
-            signature = try Base64URL.decode(signatureText)
-        } catch {
-            throw JOSEError(.signatureInvalid, "the signature does not verify")
-        }
-        let verified = signature.withUnsafeBytes { signature in
+        let verified = (try? Base64URL.withDecoded(signatureText) { signature in
             candidates.contains { key in
                 key.isValidSignature(signature, over: signingInput, algorithm: algorithm)
             }
-        }
+        }) ?? false
         guard verified else { throw JOSEError(.signatureInvalid, "the signature does not verify") }
     }
 }

@@ -13,13 +13,13 @@ public struct JWSHeader: Sendable, Hashable {
     /// `cty`, if present.
     public let contentType: String?
     /// Every header parameter.
-    public let parameters: [String: JOSEValue]
+    public let parameters: JOSEObject
 
     /// The algorithm, if `alg` names one this library implements (never for `none`).
     public var algorithm: JWSAlgorithm? { JWSAlgorithm(name: algorithmName) }
 
     /// Builds a header from parameters, applying the checks of RFC 7515 §4 and RFC 7797 §6-7.
-    package init(parameters: [String: JOSEValue]) throws(JOSEError) {
+    package init(parameters: JOSEObject) throws(JOSEError) {
         guard let alg = parameters["alg"] else {
             throw JOSEError(.invalidHeader, "the header has no alg", parameter: "alg")
         }

@@ -49,6 +49,9 @@ public struct ClaimValidationPolicy: Sendable {
         self.requiredClaims = requiredClaims
     }
 
+    /// Registered claims that must be strings when present.
+    private static let stringClaims = ["iss", "sub", "jti", "azp", "nonce"]
+
     /// The latest plausible NumericDate: the end of year 9999.
     ///
     /// Larger values are usually milliseconds.
@@ -62,8 +65,11 @@ public struct ClaimValidationPolicy: Sendable {
     }
 
     func check(_ claims: JWTClaims, now: Date) throws(JOSEError) {
-        for name in requiredClaims.sorted() where claims[name] == nil {
-            throw JOSEError(.missingClaim, "the required claim \(name) is missing", parameter: name)
+        if !requiredClaims.allSatisfy({ claims[$0] != nil }) {
+            // Sorted, so that the error names the same claim every time.
+            for name in requiredClaims.sorted() where claims[name] == nil {
+                throw JOSEError(.missingClaim, "the required claim \(name) is missing", parameter: name)
+            }
         }
         let time = now.timeIntervalSince1970
         if let exp = try numericDate("exp", in: claims), time >= exp + leeway {
@@ -80,7 +86,7 @@ public struct ClaimValidationPolicy: Sendable {
                 throw JOSEError(.issuedTooLongAgo, "the token was issued too long ago", parameter: "iat")
             }
         }
-        for name in ["iss", "sub", "jti", "azp", "nonce"] {
+        for name in Self.stringClaims {
             if let value = claims[name], value.stringValue == nil {
                 throw JOSEError(.invalidClaimType, "\(name) must be a string", parameter: name)
             }

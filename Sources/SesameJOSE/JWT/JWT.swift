@@ -29,22 +29,11 @@ public struct JWT: Sendable {
     }
 
     static func claims(from parts: CompactParts) throws(JOSEError) -> JWTClaims {
-        let payloadText = parts.payloadText
-        guard let length = Base64URL.decodedLength(of: payloadText.count) else {
-            throw JOSEError(.malformedBase64URL, "base64url text has an impossible length")
-        }
-        let value = try JOSEError.typed {
-            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(length, 1)) {
-                buffer throws(JOSEError) -> JOSEValue in
-                let slice = UnsafeMutableBufferPointer(rebasing: buffer[..<length])
-                guard Base64URL.decodeUnchecked(payloadText, into: slice) else {
-                    throw JOSEError(.malformedBase64URL, "the payload is not strict base64url")
-                }
-                do throws(JOSEError) {
-                    return try JOSEValue.parse(buffer: UnsafeRawBufferPointer(slice))
-                } catch  where error.code == .malformedJSON {
-                    throw JOSEError(.malformedClaims, "the payload is not a JSON claim set")
-                }
+        let value = try Base64URL.withDecoded(parts.payloadText) { json throws(JOSEError) -> JOSEValue in
+            do throws(JOSEError) {
+                return try JOSEValue.parse(buffer: json)
+            } catch where error.code == .malformedJSON {
+                throw JOSEError(.malformedClaims, "the payload is not a JSON claim set")
             }
         }
         guard let members = value.objectValue else {
@@ -68,7 +57,7 @@ public struct JWT: Sendable {
         key: JWK,
         algorithm: JWSAlgorithm,
         type: String? = "JWT",
-        header: [String: JOSEValue] = [:]
+        header: JOSEObject = [:]
     ) throws -> String {
         var parameters = header
         if let type { parameters["typ"] = .string(type) }

@@ -6,10 +6,13 @@ public import Foundation
 /// enforces types and values.
 public struct JWTClaims: Sendable, Hashable {
     /// Every claim, by name.
-    public let values: [String: JOSEValue]
+    public let values: JOSEObject
 
     /// Creates a claim set.
-    public init(_ values: [String: JOSEValue]) { self.values = values }
+    public init(_ values: JOSEObject) { self.values = values }
+
+    /// Creates a claim set from a dictionary.
+    public init(_ values: [String: JOSEValue]) { self.values = JOSEObject(values) }
 
     /// The claim named `name`.
     public subscript(name: String) -> JOSEValue? { values[name] }

@@ -315,17 +315,19 @@
             message: UnsafeRawBufferPointer,
             algorithm: JWSAlgorithm
         ) -> Bool {
-            var digest = [UInt8](repeating: 0, count: 64)
-            guard let digestLength = OpenSSLDigest.hash(message, algorithm.hash, into: &digest),
-                let ctx = borrowContext(algorithm)
-            else { return false }
-            let result = EVP_PKEY_verify(
-                ctx,
-                signature.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                signature.count,
-                digest,
-                digestLength
-            )
+            guard let ctx = borrowContext(algorithm) else { return false }
+            let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
+                guard let base = digest.baseAddress,
+                    let digestLength = OpenSSLDigest.hash(message, algorithm.hash, into: base)
+                else { return 0 }
+                return EVP_PKEY_verify(
+                    ctx,
+                    signature.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    signature.count,
+                    base,
+                    digestLength
+                )
+            }
             if result != 1 { ERR_clear_error() }
             returnContext(ctx, algorithm)
             return result == 1
@@ -458,17 +460,21 @@
         }
 
         /// Hashes into `output` (at least 64 bytes); returns the digest length.
-        static func hash(_ message: UnsafeRawBufferPointer, _ hash: JWSAlgorithm.Hash, into output: inout [UInt8])
-            -> Int?
-        {
+        static func hash(
+            _ message: UnsafeRawBufferPointer,
+            _ hash: JWSAlgorithm.Hash,
+            into output: UnsafeMutablePointer<UInt8>
+        ) -> Int? {
             var length: UInt32 = 0
-            let ok = EVP_Digest(message.baseAddress, message.count, &output, &length, md(hash), nil)
+            let ok = EVP_Digest(message.baseAddress, message.count, output, &length, md(hash), nil)
             return ok == 1 ? Int(length) : nil
         }
 
         package static func digest(_ message: UnsafeRawBufferPointer, _ hash: JWSAlgorithm.Hash) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: 64)
-            let length = self.hash(message, hash, into: &output) ?? 0
+            let length = output.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress.flatMap { self.hash(message, hash, into: $0) } ?? 0
+            }
             precondition(length > 0, "libcrypto could not compute a digest")
             return Array(output.prefix(length))
         }

@@ -1,0 +1,123 @@
+import Foundation
+import SesameJOSE
+
+/// `sesame-bench jose`: Sesame's public API against a direct libcrypto loop and Python's standard library.
+enum JOSEBenchmark {
+    /// A realistic OIDC ID token claim set (about 350 bytes).
+    static func claims(now: Int64) -> JWTClaims {
+        JWTClaims([
+            "iss": "https://accounts.example.com", "sub": "248289761001", "aud": "s6BhdRkqt3.apps.example.com",
+            "azp": "s6BhdRkqt3.apps.example.com", "nonce": "n-0S6_WzA2Mj-8fgHy3l2Q", "auth_time": .integer(now - 60),
+            "iat": .integer(now), "exp": .integer(now + 3600), "email": "janedoe@example.com", "email_verified": true,
+            "name": "Jane Doe", "given_name": "Jane", "family_name": "Doe", "at_hash": "HK6E_P6Dh8Y93mRNtsDB1Q",
+        ])
+    }
+
+    static func run(seconds: Double) throws {
+        let nowDate = Date()
+        let now = Int64(nowDate.timeIntervalSince1970)
+        let claims = claims(now: now)
+        print("# sesame-bench jose: claim set \(claims.jsonValue.jsonBytes.count) bytes, \(seconds) s per measurement")
+
+        let rsa = try JWK.generate(for: .rs256, keyID: "rsa-bench")
+        let ec = try JWK.generate(for: .es256, keyID: "ec-bench")
+        let ed = try JWK.generate(for: .eddsa, keyID: "ed-bench")
+        let keys = try JWKSet(keys: [try rsa.publicKey(), try ec.publicKey(), try ed.publicKey()])
+        let policy = ClaimValidationPolicy(
+            issuer: "https://accounts.example.com", audience: "s6BhdRkqt3.apps.example.com",
+            nonce: "n-0S6_WzA2Mj-8fgHy3l2Q")
+        let verifier = JWTVerifier(keys: keys, policy: policy)
+        let rsToken = try JWT.sign(claims, key: rsa, algorithm: .rs256)
+        let esToken = try JWT.sign(claims, key: ec, algorithm: .es256)
+        let edToken = try JWT.sign(claims, key: ed, algorithm: .eddsa)
+        print("# token sizes: RS256 \(rsToken.utf8.count), ES256 \(esToken.utf8.count), EdDSA \(edToken.utf8.count) bytes")
+
+        if ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "rs256" {
+            // For profiling only: spin on the RS256 verify path.
+            report("sesame_rs256_verify", try measure(seconds: seconds) { blackHole(try verifier.verify(rsToken, now: nowDate)) })
+            return
+        }
+        if ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "decode" {
+            // For profiling only: spin on the decode path.
+            report("sesame_decode_noverify", try measure(seconds: seconds) { blackHole(try JWT.unverifiedClaims(of: rsToken)) })
+            return
+        }
+        // Every verify includes the claim checks; a failure aborts the benchmark rather than measuring errors.
+        // RS256 and ES256 are measured alternately with the direct libcrypto loop, for a fair ratio.
+        var rsVerify = 0.0, esVerify = 0.0, directRSRate = 0.0, directESRate = 0.0
+        #if canImport(CSesameOpenSSL)
+        let directRS = try DirectLibcryptoVerifier(publicKeyPEM: try rsa.pemRepresentation, isECDSA: false)
+        let directES = try DirectLibcryptoVerifier(publicKeyPEM: try ec.pemRepresentation, isECDSA: true)
+        guard directRS.verify(rsToken), directES.verify(esToken) else { throw BenchmarkError("direct loop failed") }
+        (rsVerify, directRSRate) = try measurePair(
+            seconds: 2 * seconds,
+            { blackHole(try verifier.verify(rsToken, now: nowDate)) },
+            { blackHole(directRS.verify(rsToken)) }
+        )
+        (esVerify, directESRate) = try measurePair(
+            seconds: 2 * seconds,
+            { blackHole(try verifier.verify(esToken, now: nowDate)) },
+            { blackHole(directES.verify(esToken)) }
+        )
+        #else
+        rsVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(rsToken, now: nowDate)) }
+        esVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(esToken, now: nowDate)) }
+        #endif
+        let edVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(edToken, now: nowDate)) }
+        let esSign = try measure(seconds: seconds) { blackHole(try JWT.sign(claims, key: ec, algorithm: .es256)) }
+        let rsSign = try measure(seconds: seconds) { blackHole(try JWT.sign(claims, key: rsa, algorithm: .rs256)) }
+        let decode = try measure(seconds: seconds) { blackHole(try JWT.unverifiedClaims(of: rsToken)) }
+        report("sesame_rs256_verify", rsVerify)
+        report("sesame_es256_verify", esVerify)
+        report("sesame_eddsa_verify", edVerify)
+        report("sesame_es256_sign", esSign)
+        report("sesame_rs256_sign", rsSign)
+        report("sesame_decode_noverify", decode)
+        #if canImport(CSesameOpenSSL)
+        report("direct_rs256_verify", directRSRate)
+        report("direct_es256_verify", directESRate)
+        report("ratio_rs256_verify_sesame_over_direct", rsVerify / directRSRate)
+        report("ratio_es256_verify_sesame_over_direct", esVerify / directESRate)
+        #endif
+
+        if let python = pythonDecodeRate(token: rsToken, seconds: seconds) {
+            report("python_stdlib_decode_noverify", python)
+            report("ratio_decode_sesame_over_python", decode / python)
+        } else {
+            print("# python3 not found: no Python reference for decode")
+        }
+    }
+
+    /// Decodes the same token's payload with `base64` + `json` in CPython, timed by `timeit` in the same run.
+    static func pythonDecodeRate(token: String, seconds: Double) -> Double? {
+        let script = """
+            import base64, json, sys, timeit
+            token = sys.argv[1]
+            def decode():
+                payload = token.split(".")[1]
+                return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            assert decode()["sub"] == "248289761001"
+            number = 2000
+            budget = float(sys.argv[2])
+            best = 0.0
+            for _ in range(3):
+                t = timeit.timeit(decode, number=number)
+                while t < budget / 3:
+                    number *= 2
+                    t = timeit.timeit(decode, number=number)
+                best = max(best, number / t)
+            print(best)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, token, String(seconds)]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
