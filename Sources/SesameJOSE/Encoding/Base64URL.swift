@@ -97,18 +97,21 @@ public enum Base64URL {
         var i = 0
         var o = 0
         let whole = count - count % 4
+        // Whole quanta through pre-shifted 32-bit tables: one OR per character, and bit 24 flags a bad one.
+        let shifted = shiftedTables.pointer
+        var badBits: UInt32 = 0
         while i < whole {
-            let a = table[Int(input[i])]
-            let b = table[Int(input[i + 1])]
-            let c = table[Int(input[i + 2])]
-            let d = table[Int(input[i + 3])]
-            bad |= (a | b | c | d) & 0x80
-            out[o] = a << 2 | b >> 4
-            out[o + 1] = b << 4 | c >> 2
-            out[o + 2] = c << 6 | d
+            let quantum =
+                shifted[Int(input[i])] | shifted[256 + Int(input[i + 1])] | shifted[512 + Int(input[i + 2])]
+                | shifted[768 + Int(input[i + 3])]
+            badBits |= quantum
+            out[o] = UInt8(truncatingIfNeeded: quantum >> 16)
+            out[o + 1] = UInt8(truncatingIfNeeded: quantum >> 8)
+            out[o + 2] = UInt8(truncatingIfNeeded: quantum)
             i += 4
             o += 3
         }
+        if badBits & 0x0100_0000 != 0 { bad = 0x80 }
         switch count - whole {
         case 2:
             let a = table[Int(input[i])]
@@ -129,6 +132,24 @@ public enum Base64URL {
         }
         return bad == 0
     }
+
+    /// Four 256-entry tables: a character's 6-bit value shifted into place for positions 0…3 of a quantum, or
+    /// bit 24 for a character outside the alphabet. Immutable once built.
+    private struct ShiftedTables: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<UInt32>
+    }
+
+    private static let shiftedTables: ShiftedTables = {
+        let pointer = UnsafeMutablePointer<UInt32>.allocate(capacity: 1024)
+        for position in 0..<4 {
+            for byte in 0..<256 {
+                let value = table[byte]
+                pointer[position * 256 + byte] =
+                    value == 0xFF ? 0x0100_0000 : UInt32(value) << UInt32(18 - 6 * position)
+            }
+        }
+        return ShiftedTables(pointer: pointer)
+    }()
 
     private static let alphabet: [UInt8] = Array(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)

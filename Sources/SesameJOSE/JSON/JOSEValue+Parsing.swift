@@ -109,14 +109,12 @@ struct JOSEJSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw Self.error("expected a member name")
             }
-            let rawFingerprint = fingerprint(from: index + 1)
-            let key = try parseString()
+            let (key, fingerprint) = try parseName()
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Self.error("expected ':'") }
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            let fingerprint = rawFingerprint ?? JOSEObject.fingerprint(of: key)
             // Names are compared as strings only where the fingerprints match.
             if members.contains(where: { $0.fingerprint == fingerprint && $0.name == key }) {
                 throw JOSEError(.duplicateMember, "a JSON object names the member \"\(Self.printable(key))\" twice")
@@ -134,19 +132,28 @@ struct JOSEJSONParser {
         return .object(JOSEObject(uniqueMembers: members))
     }
 
-    /// FNV-1a over the raw bytes of the string starting at `start` (just after its quote), the same value
-    /// ``JOSEObject/fingerprint(of:)`` gives its decoded name; nil when the string has an escape.
-    private func fingerprint(from start: Int) -> UInt64? {
+    /// Parses a member name and its fingerprint in one pass. Well-known JOSE names come back as shared
+    /// constants, so the common case creates no string at all.
+    private mutating func parseName() throws(JOSEError) -> (String, UInt64) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        var position = start
+        var position = index + 1
         while position < bytes.count {
             let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") { return hash | 1 }
-            if byte == UInt8(ascii: "\\") { return nil }
+            if byte == UInt8(ascii: "\"") {
+                let fingerprint = hash | 1
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[(index + 1)..<position])
+                if let known = JOSEKnownNames.lookup(raw, fingerprint: fingerprint) {
+                    index = position + 1
+                    return (known, fingerprint)
+                }
+                break
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
             position += 1
         }
-        return nil
+        let name = try parseString()
+        return (name, JOSEObject.fingerprint(of: name))
     }
 
     /// A member name cut short and stripped of control characters, for error messages.

@@ -11,11 +11,14 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
 
     package let family: Family
     package let hash: Hash
+    /// A small dense number (the position in ``all``), for per-algorithm tables.
+    package let index: Int
 
-    private init(_ name: String, _ family: Family, _ hash: Hash) {
+    private init(_ name: String, _ family: Family, _ hash: Hash, _ index: Int) {
         self.name = name
         self.family = family
         self.hash = hash
+        self.index = index
     }
 
     /// Algorithms are equal when their names are.
@@ -26,35 +29,35 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
     public var description: String { name }
 
     /// RSASSA-PKCS1-v1_5 with SHA-256.
-    public static let rs256 = Self("RS256", .rsaPKCS1, .sha256)
+    public static let rs256 = Self("RS256", .rsaPKCS1, .sha256, 0)
     /// RSASSA-PKCS1-v1_5 with SHA-384.
-    public static let rs384 = Self("RS384", .rsaPKCS1, .sha384)
+    public static let rs384 = Self("RS384", .rsaPKCS1, .sha384, 1)
     /// RSASSA-PKCS1-v1_5 with SHA-512.
-    public static let rs512 = Self("RS512", .rsaPKCS1, .sha512)
+    public static let rs512 = Self("RS512", .rsaPKCS1, .sha512, 2)
     /// RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-octet salt.
-    public static let ps256 = Self("PS256", .rsaPSS, .sha256)
+    public static let ps256 = Self("PS256", .rsaPSS, .sha256, 3)
     /// RSASSA-PSS with SHA-384, MGF1-SHA-384 and a 48-octet salt.
-    public static let ps384 = Self("PS384", .rsaPSS, .sha384)
+    public static let ps384 = Self("PS384", .rsaPSS, .sha384, 4)
     /// RSASSA-PSS with SHA-512, MGF1-SHA-512 and a 64-octet salt.
-    public static let ps512 = Self("PS512", .rsaPSS, .sha512)
+    public static let ps512 = Self("PS512", .rsaPSS, .sha512, 5)
     /// ECDSA on P-256 with SHA-256; the signature is the 64-octet `R‖S`.
-    public static let es256 = Self("ES256", .ecdsa, .sha256)
+    public static let es256 = Self("ES256", .ecdsa, .sha256, 6)
     /// ECDSA on P-384 with SHA-384; the signature is the 96-octet `R‖S`.
-    public static let es384 = Self("ES384", .ecdsa, .sha384)
+    public static let es384 = Self("ES384", .ecdsa, .sha384, 7)
     /// ECDSA on P-521 with SHA-512; the signature is the 132-octet `R‖S`.
-    public static let es512 = Self("ES512", .ecdsa, .sha512)
+    public static let es512 = Self("ES512", .ecdsa, .sha512, 8)
     /// EdDSA (RFC 8037); Sesame supports the Ed25519 curve.
-    public static let eddsa = Self("EdDSA", .eddsa, .sha512)
+    public static let eddsa = Self("EdDSA", .eddsa, .sha512, 9)
     /// Ed25519, the fully specified name of RFC 9864.
-    public static let ed25519 = Self("Ed25519", .eddsa, .sha512)
+    public static let ed25519 = Self("Ed25519", .eddsa, .sha512, 10)
     /// HMAC with SHA-256.
     ///
     /// Only usable with a key created as symmetric on purpose.
-    public static let hs256 = Self("HS256", .hmac, .sha256)
+    public static let hs256 = Self("HS256", .hmac, .sha256, 11)
     /// HMAC with SHA-384.
-    public static let hs384 = Self("HS384", .hmac, .sha384)
+    public static let hs384 = Self("HS384", .hmac, .sha384, 12)
     /// HMAC with SHA-512.
-    public static let hs512 = Self("HS512", .hmac, .sha512)
+    public static let hs512 = Self("HS512", .hmac, .sha512, 13)
 
     /// Every supported algorithm.
     public static let all: [JWSAlgorithm] = [

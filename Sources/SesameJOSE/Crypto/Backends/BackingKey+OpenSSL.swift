@@ -1,6 +1,7 @@
 #if canImport(CSesameOpenSSL)
     import CSesameOpenSSL
     import Foundation
+    import Synchronization
 
     /// A libcrypto `EVP_PKEY`, imported and checked once, with a small pool of verification contexts per
     /// algorithm so that concurrent verifies neither re-initialise a context per call nor share one
@@ -8,7 +9,20 @@
     package final class BackingKey: @unchecked Sendable {
         let pkey: OpaquePointer
         private let modulusLength: Int
-        private let pool = LockedValue<[String: [OpaquePointer]]>([:])
+        /// Verification contexts per algorithm (indexed by ``JWSAlgorithm/index``), each a configured
+        /// `EVP_PKEY_CTX` and an `EVP_MD_CTX` for the digest, reused across calls.
+        private let pool = Mutex<[[VerifyContext]]>(Array(repeating: [], count: JWSAlgorithm.all.count))
+
+        private struct VerifyContext: @unchecked Sendable {
+            // Owned by exactly one caller at a time: taken out of the pool, used, and put back.
+            let key: OpaquePointer
+            let digest: OpaquePointer
+
+            func free() {
+                EVP_PKEY_CTX_free(key)
+                EVP_MD_CTX_free(digest)
+            }
+        }
 
         private init(owning pkey: OpaquePointer) {
             self.pkey = pkey
@@ -17,7 +31,7 @@
 
         deinit {
             pool.withLock { pool in
-                for contexts in pool.values { for context in contexts { EVP_PKEY_CTX_free(context) } }
+                for contexts in pool { for context in contexts { context.free() } }
             }
             EVP_PKEY_free(pkey)
         }
@@ -315,42 +329,46 @@
             message: UnsafeRawBufferPointer,
             algorithm: JWSAlgorithm
         ) -> Bool {
-            guard let ctx = borrowContext(algorithm) else { return false }
+            guard let context = borrowContext(algorithm), let md = OpenSSLDigest.md(algorithm.hash) else { return false }
             let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
+                var digestLength: UInt32 = 0
                 guard let base = digest.baseAddress,
-                    let digestLength = OpenSSLDigest.hash(message, algorithm.hash, into: base)
+                    EVP_DigestInit_ex2(context.digest, md, nil) == 1,
+                    EVP_DigestUpdate(context.digest, message.baseAddress, message.count) == 1,
+                    EVP_DigestFinal_ex(context.digest, base, &digestLength) == 1
                 else { return 0 }
                 return EVP_PKEY_verify(
-                    ctx,
+                    context.key,
                     signature.baseAddress?.assumingMemoryBound(to: UInt8.self),
                     signature.count,
                     base,
-                    digestLength
+                    Int(digestLength)
                 )
             }
             if result != 1 { ERR_clear_error() }
-            returnContext(ctx, algorithm)
+            returnContext(context, algorithm)
             return result == 1
         }
 
-        private func borrowContext(_ algorithm: JWSAlgorithm) -> OpaquePointer? {
-            if let ctx = pool.withLock({ $0[algorithm.name]?.popLast() }) { return ctx }
+        private func borrowContext(_ algorithm: JWSAlgorithm) -> VerifyContext? {
+            if let context = pool.withLock({ $0[algorithm.index].popLast() }) { return context }
             guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else { return nil }
-            guard EVP_PKEY_verify_init(ctx) == 1, Self.configure(ctx, for: algorithm) else {
+            guard EVP_PKEY_verify_init(ctx) == 1, Self.configure(ctx, for: algorithm), let digest = EVP_MD_CTX_new()
+            else {
                 EVP_PKEY_CTX_free(ctx)
                 ERR_clear_error()
                 return nil
             }
-            return ctx
+            return VerifyContext(key: ctx, digest: digest)
         }
 
-        private func returnContext(_ ctx: OpaquePointer, _ algorithm: JWSAlgorithm) {
+        private func returnContext(_ context: VerifyContext, _ algorithm: JWSAlgorithm) {
             let kept = pool.withLock { pool -> Bool in
-                guard pool[algorithm.name, default: []].count < 8 else { return false }
-                pool[algorithm.name, default: []].append(ctx)
+                guard pool[algorithm.index].count < 8 else { return false }
+                pool[algorithm.index].append(context)
                 return true
             }
-            if !kept { EVP_PKEY_CTX_free(ctx) }
+            if !kept { context.free() }
         }
 
         /// Sets padding, digest and PSS parameters on a sign or verify context.
