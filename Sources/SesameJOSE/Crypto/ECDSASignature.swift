@@ -40,24 +40,52 @@ enum ECDSASignature {
 
     /// DER for a raw `R‖S`, or nil when the length is wrong or r or s is out of range.
     static func der(fromRaw raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> [UInt8]? {
+        withDER(fromRaw: raw, curve: curve) { $0.map(Array.init) }
+    }
+
+    /// The largest DER signature: SEQUENCE(2 + INTEGER(2 + 1 + 66) × 2) for P-521.
+    static let maxDERLength = 3 + 2 * (2 + 1 + 66)
+
+    /// Builds the DER for a raw `R‖S` in a stack buffer and hands it to `body` (nil when the length is wrong or
+    /// r or s is out of range: the check CVE-2022-21449 skipped).
+    static func withDER<R>(
+        fromRaw raw: UnsafeRawBufferPointer,
+        curve: JWK.Curve,
+        _ body: (UnsafeRawBufferPointer?) -> R
+    ) -> R {
         let size = curve.coordinateLength
-        guard raw.count == 2 * size else { return nil }
+        guard raw.count == 2 * size else { return body(nil) }
         let n = order(of: curve)
         let r = UnsafeRawBufferPointer(rebasing: raw[0..<size])
         let s = UnsafeRawBufferPointer(rebasing: raw[size..<(2 * size)])
-        guard isInRange(r, order: n), isInRange(s, order: n) else { return nil }
-        let body = integer(r) + integer(s)
-        return [0x30] + length(body.count) + body
-    }
-
-    private static func integer(_ value: UnsafeRawBufferPointer) -> [UInt8] {
-        var bytes = Array(value.drop { $0 == 0 })
-        if let first = bytes.first, first & 0x80 != 0 { bytes.insert(0, at: 0) }
-        return [0x02] + length(bytes.count) + bytes
-    }
-
-    private static func length(_ count: Int) -> [UInt8] {
-        count < 0x80 ? [UInt8(count)] : [0x81, UInt8(count)]
+        guard isInRange(r, order: n), isInRange(s, order: n) else { return body(nil) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxDERLength) { buffer in
+            // Encode the two INTEGERs after a 3-byte gap, then put the SEQUENCE header right before them.
+            var end = 3
+            for value in [r, s] {
+                let firstNonZero = value.firstIndex { $0 != 0 } ?? value.count
+                let magnitude = UnsafeRawBufferPointer(rebasing: value[firstNonZero...])
+                let pad = (magnitude.first ?? 0) & 0x80 != 0 ? 1 : 0
+                buffer[end] = 0x02
+                buffer[end + 1] = UInt8(magnitude.count + pad)
+                if pad == 1 { buffer[end + 2] = 0 }
+                for (offset, byte) in magnitude.enumerated() { buffer[end + 2 + pad + offset] = byte }
+                end += 2 + pad + magnitude.count
+            }
+            let bodyLength = end - 3
+            let start: Int
+            if bodyLength < 0x80 {
+                start = 1
+                buffer[1] = 0x30
+                buffer[2] = UInt8(bodyLength)
+            } else {
+                start = 0
+                buffer[0] = 0x30
+                buffer[1] = 0x81
+                buffer[2] = UInt8(bodyLength)
+            }
+            return body(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[start..<end])))
+        }
     }
 
     /// The raw `R‖S` of a DER signature produced by the platform, or nil if it is not what we expect.

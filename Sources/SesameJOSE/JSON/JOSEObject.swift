@@ -47,6 +47,25 @@ public struct JOSEObject: Sendable, Hashable, RandomAccessCollection, Expressibl
         return members.firstIndex { $0.fingerprint == fingerprint && $0.name == name }
     }
 
+    /// A member name with its fingerprint computed once, for lookups on hot paths.
+    package struct Name: Sendable {
+        package let name: String
+        package let fingerprint: UInt64
+
+        package init(_ name: String) {
+            self.name = name
+            self.fingerprint = JOSEObject.fingerprint(of: name)
+        }
+    }
+
+    /// The value of the member `name` (a precomputed name).
+    package subscript(name: Name) -> JOSEValue? {
+        for member in members where member.fingerprint == name.fingerprint && member.name == name.name {
+            return member.value
+        }
+        return nil
+    }
+
     /// The members in document (or insertion) order.
     public private(set) var members: [Member]
 

@@ -50,7 +50,9 @@ public struct ClaimValidationPolicy: Sendable {
     }
 
     /// Registered claims that must be strings when present.
-    private static let stringClaims = ["iss", "sub", "jti", "azp", "nonce"]
+    private static let stringClaims = [
+        JWTClaims.Names.iss, JWTClaims.Names.sub, JWTClaims.Names.jti, JWTClaims.Names.azp, JWTClaims.Names.nonce,
+    ]
 
     /// The latest plausible NumericDate: the end of year 9999.
     ///
@@ -72,13 +74,13 @@ public struct ClaimValidationPolicy: Sendable {
             }
         }
         let time = now.timeIntervalSince1970
-        if let exp = try numericDate("exp", in: claims), time >= exp + leeway {
+        if let exp = try numericDate(JWTClaims.Names.exp, in: claims), time >= exp + leeway {
             throw JOSEError(.expired, "the token expired", parameter: "exp")
         }
-        if let nbf = try numericDate("nbf", in: claims), time + leeway < nbf {
+        if let nbf = try numericDate(JWTClaims.Names.nbf, in: claims), time + leeway < nbf {
             throw JOSEError(.notYetValid, "the token is not valid yet", parameter: "nbf")
         }
-        if let iat = try numericDate("iat", in: claims) {
+        if let iat = try numericDate(JWTClaims.Names.iat, in: claims) {
             if iat > time + leeway {
                 throw JOSEError(.issuedInFuture, "the token was issued in the future", parameter: "iat")
             }
@@ -87,8 +89,8 @@ public struct ClaimValidationPolicy: Sendable {
             }
         }
         for name in Self.stringClaims {
-            if let value = claims[name], value.stringValue == nil {
-                throw JOSEError(.invalidClaimType, "\(name) must be a string", parameter: name)
+            if let value = claims.values[name], value.stringValue == nil {
+                throw JOSEError(.invalidClaimType, "\(name.name) must be a string", parameter: name.name)
             }
         }
         if let issuer, claims.issuer != issuer {
@@ -105,7 +107,7 @@ public struct ClaimValidationPolicy: Sendable {
     }
 
     private func checkAudience(_ claims: JWTClaims) throws(JOSEError) {
-        if let aud = claims["aud"] {
+        if let aud = claims.values[JWTClaims.Names.aud] {
             let valid =
                 switch aud {
                 case .string: true
@@ -137,8 +139,9 @@ public struct ClaimValidationPolicy: Sendable {
         }
     }
 
-    private func numericDate(_ name: String, in claims: JWTClaims) throws(JOSEError) -> Double? {
-        guard let value = claims[name] else { return nil }
+    private func numericDate(_ key: JOSEObject.Name, in claims: JWTClaims) throws(JOSEError) -> Double? {
+        let name = key.name
+        guard let value = claims.values[key] else { return nil }
         guard let seconds = value.doubleValue else {
             throw JOSEError(.invalidClaimType, "\(name) must be a NumericDate (a JSON number)", parameter: name)
         }

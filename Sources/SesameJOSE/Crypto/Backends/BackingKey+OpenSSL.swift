@@ -315,10 +315,10 @@
                 guard signature.count == modulusLength else { return false }
                 return verifyDigest(signature: signature, message: message, algorithm: algorithm)
             case .ecdsa:
-                guard let curve = algorithm.requiredCurve,
-                    let der = ECDSASignature.der(fromRaw: signature, curve: curve)
-                else { return false }
-                return der.withUnsafeBytes { verifyDigest(signature: $0, message: message, algorithm: algorithm) }
+                guard let curve = algorithm.requiredCurve else { return false }
+                return ECDSASignature.withDER(fromRaw: signature, curve: curve) { der in
+                    der.map { verifyDigest(signature: $0, message: message, algorithm: algorithm) } ?? false
+                }
             case .hmac:
                 return false
             }
