@@ -30,38 +30,49 @@ enum JOSEBenchmark {
         let rsToken = try JWT.sign(claims, key: rsa, algorithm: .rs256)
         let esToken = try JWT.sign(claims, key: ec, algorithm: .es256)
         let edToken = try JWT.sign(claims, key: ed, algorithm: .eddsa)
-        print("# token sizes: RS256 \(rsToken.utf8.count), ES256 \(esToken.utf8.count), EdDSA \(edToken.utf8.count) bytes")
+        print(
+            "# token sizes: RS256 \(rsToken.utf8.count), ES256 \(esToken.utf8.count), EdDSA \(edToken.utf8.count) bytes"
+        )
 
-        if ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "rs256" {
+        if ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "rs256"
+            || ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "es256"
+        {
             // For profiling only: spin on the RS256 verify path.
-            report("sesame_rs256_verify", try measure(seconds: seconds) { blackHole(try verifier.verify(rsToken, now: nowDate)) })
+            let token = ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "es256" ? esToken : rsToken
+            report(
+                "profile_verify", try measure(seconds: seconds) { blackHole(try verifier.verify(token, now: nowDate)) })
             return
         }
         if ProcessInfo.processInfo.environment["SESAME_BENCH_PROFILE"] == "decode" {
             // For profiling only: spin on the decode path.
-            report("sesame_decode_noverify", try measure(seconds: seconds) { blackHole(try JWT.unverifiedClaims(of: rsToken)) })
+            report(
+                "sesame_decode_noverify",
+                try measure(seconds: seconds) { blackHole(try JWT.unverifiedClaims(of: rsToken)) })
             return
         }
         // Every verify includes the claim checks; a failure aborts the benchmark rather than measuring errors.
         // RS256 and ES256 are measured alternately with the direct libcrypto loop, for a fair ratio.
-        var rsVerify = 0.0, esVerify = 0.0, directRSRate = 0.0, directESRate = 0.0
+        var rsVerify = 0.0
+        var esVerify = 0.0
+        var directRSRate = 0.0
+        var directESRate = 0.0
         #if canImport(CSesameOpenSSL)
-        let directRS = try DirectLibcryptoVerifier(publicKeyPEM: try rsa.pemRepresentation, isECDSA: false)
-        let directES = try DirectLibcryptoVerifier(publicKeyPEM: try ec.pemRepresentation, isECDSA: true)
-        guard directRS.verify(rsToken), directES.verify(esToken) else { throw BenchmarkError("direct loop failed") }
-        (rsVerify, directRSRate) = try measurePair(
-            seconds: 2 * seconds,
-            { blackHole(try verifier.verify(rsToken, now: nowDate)) },
-            { blackHole(directRS.verify(rsToken)) }
-        )
-        (esVerify, directESRate) = try measurePair(
-            seconds: 2 * seconds,
-            { blackHole(try verifier.verify(esToken, now: nowDate)) },
-            { blackHole(directES.verify(esToken)) }
-        )
+            let directRS = try DirectLibcryptoVerifier(publicKeyPEM: try rsa.pemRepresentation, isECDSA: false)
+            let directES = try DirectLibcryptoVerifier(publicKeyPEM: try ec.pemRepresentation, isECDSA: true)
+            guard directRS.verify(rsToken), directES.verify(esToken) else { throw BenchmarkError("direct loop failed") }
+            (rsVerify, directRSRate) = try measurePair(
+                seconds: 2 * seconds,
+                { blackHole(try verifier.verify(rsToken, now: nowDate)) },
+                { blackHole(directRS.verify(rsToken)) }
+            )
+            (esVerify, directESRate) = try measurePair(
+                seconds: 2 * seconds,
+                { blackHole(try verifier.verify(esToken, now: nowDate)) },
+                { blackHole(directES.verify(esToken)) }
+            )
         #else
-        rsVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(rsToken, now: nowDate)) }
-        esVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(esToken, now: nowDate)) }
+            rsVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(rsToken, now: nowDate)) }
+            esVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(esToken, now: nowDate)) }
         #endif
         let edVerify = try measure(seconds: seconds) { blackHole(try verifier.verify(edToken, now: nowDate)) }
         let esSign = try measure(seconds: seconds) { blackHole(try JWT.sign(claims, key: ec, algorithm: .es256)) }
@@ -74,10 +85,10 @@ enum JOSEBenchmark {
         report("sesame_rs256_sign", rsSign)
         report("sesame_decode_noverify", decode)
         #if canImport(CSesameOpenSSL)
-        report("direct_rs256_verify", directRSRate)
-        report("direct_es256_verify", directESRate)
-        report("ratio_rs256_verify_sesame_over_direct", rsVerify / directRSRate)
-        report("ratio_es256_verify_sesame_over_direct", esVerify / directESRate)
+            report("direct_rs256_verify", directRSRate)
+            report("direct_es256_verify", directESRate)
+            report("ratio_rs256_verify_sesame_over_direct", rsVerify / directRSRate)
+            report("ratio_es256_verify_sesame_over_direct", esVerify / directESRate)
         #endif
 
         if let python = pythonDecodeRate(token: rsToken, seconds: seconds) {

@@ -168,11 +168,12 @@ package struct CompactParts {
             throw JOSEError(.algorithmNotAllowed, "\(algorithm) is not an allowed algorithm here", parameter: "alg")
         }
         let candidates = try keys.candidates(for: algorithm, keyID: header.keyID)
-        let verified = (try? Base64URL.withDecoded(signatureText) { signature in
-            candidates.contains { key in
-                key.isValidSignature(signature, over: signingInput, algorithm: algorithm)
-            }
-        }) ?? false
+        let verified =
+            (try? Base64URL.withDecoded(signatureText) { signature in
+                candidates.contains { key in
+                    key.isValidSignature(signature, over: signingInput, algorithm: algorithm)
+                }
+            }) ?? false
         guard verified else { throw JOSEError(.signatureInvalid, "the signature does not verify") }
     }
 }

@@ -32,7 +32,7 @@ public struct JWT: Sendable {
         let value = try Base64URL.withDecoded(parts.payloadText) { json throws(JOSEError) -> JOSEValue in
             do throws(JOSEError) {
                 return try JOSEValue.parse(buffer: json)
-            } catch where error.code == .malformedJSON {
+            } catch  where error.code == .malformedJSON {
                 throw JOSEError(.malformedClaims, "the payload is not a JSON claim set")
             }
         }

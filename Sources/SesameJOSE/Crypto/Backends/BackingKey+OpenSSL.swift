@@ -329,7 +329,9 @@
             message: UnsafeRawBufferPointer,
             algorithm: JWSAlgorithm
         ) -> Bool {
-            guard let context = borrowContext(algorithm), let md = OpenSSLDigest.md(algorithm.hash) else { return false }
+            guard let context = borrowContext(algorithm), let md = OpenSSLDigest.md(algorithm.hash) else {
+                return false
+            }
             let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
                 var digestLength: UInt32 = 0
                 guard let base = digest.baseAddress,
