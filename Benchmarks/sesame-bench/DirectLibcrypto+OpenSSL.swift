@@ -5,6 +5,7 @@
     /// The reference: what a careful hand-written libcrypto verifier does per token, with no JOSE library —
     /// split the token, base64url-decode the signature with its own decoder, convert ES256's `R‖S` to DER, and run
     /// `EVP_DigestVerifyInit` + `EVP_DigestVerify` on a fresh `EVP_MD_CTX` over the same key (parsed once).
+    ///
     /// It checks no header, no claims and no key policy, so it is a floor for the cost of the cryptography.
     final class DirectLibcryptoVerifier {
         private let pkey: OpaquePointer
@@ -24,7 +25,9 @@
 
         deinit { EVP_PKEY_free(pkey) }
 
-        /// Verifies the signature of a compact JWS. Returns false on any failure.
+        /// Verifies the signature of a compact JWS.
+        ///
+        /// Returns false on any failure.
         func verify(_ token: String) -> Bool {
             let utf8 = Array(token.utf8)
             guard let lastDot = utf8.lastIndex(of: UInt8(ascii: ".")),

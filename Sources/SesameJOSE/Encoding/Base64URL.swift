@@ -134,7 +134,9 @@ public enum Base64URL {
     }
 
     /// Four 256-entry tables: a character's 6-bit value shifted into place for positions 0…3 of a quantum, or
-    /// bit 24 for a character outside the alphabet. Immutable once built.
+    /// bit 24 for a character outside the alphabet.
+    ///
+    /// Immutable once built.
     private struct ShiftedTables: @unchecked Sendable {
         let pointer: UnsafeMutablePointer<UInt32>
     }

@@ -1,6 +1,8 @@
 import Foundation
 
-/// Member names that JOSE headers, JWT claim sets and JWKs use all the time. The parser hands out these
+/// Member names that JOSE headers, JWT claim sets and JWKs use all the time.
+///
+/// The parser hands out these
 /// constants instead of creating a new string for each occurrence.
 enum JOSEKnownNames {
     private static let names: [String] = [

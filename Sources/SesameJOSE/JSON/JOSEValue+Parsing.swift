@@ -132,7 +132,9 @@ struct JOSEJSONParser {
         return .object(JOSEObject(uniqueMembers: members))
     }
 
-    /// Parses a member name and its fingerprint in one pass. Well-known JOSE names come back as shared
+    /// Parses a member name and its fingerprint in one pass.
+    ///
+    /// Well-known JOSE names come back as shared
     /// constants, so the common case creates no string at all.
     private mutating func parseName() throws(JOSEError) -> (String, UInt64) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
