@@ -32,7 +32,7 @@ enum DemoCommand {
         step("It issues an ID token for alice, for the app 'demo-app', bound to the app's nonce")
         let now = Date()
         let issued = Int64(now.timeIntervalSince1970)
-        let nonce = Base64URL.encode(Digest.randomBytes(16))
+        let nonce = Base64URL.encode(JOSECrypto.randomBytes(16))
         let claims = JWTClaims([
             "iss": "https://id.example", "sub": "alice", "aud": "demo-app", "nonce": .string(nonce),
             "iat": .integer(issued), "exp": .integer(issued + 300), "email": "alice@example.com",
@@ -76,7 +76,7 @@ enum DemoCommand {
             _ = try JWTVerifier(keys: jwks, policy: otherApp).verify(token, now: now)
         }
         var replay = policy
-        replay.nonce = Base64URL.encode(Digest.randomBytes(16))
+        replay.nonce = Base64URL.encode(JOSECrypto.randomBytes(16))
         expectRejection("replayed into another sign-in", .nonceMismatch) {
             _ = try JWTVerifier(keys: jwks, policy: replay).verify(token, now: now)
         }

@@ -38,6 +38,15 @@ enum ECDSASignature {
         return false  // equal to n
     }
 
+    /// Whether a raw `R‖S` has exactly the curve's length and 0 < r, s < n.
+    static func isWellFormed(raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> Bool {
+        let size = curve.coordinateLength
+        guard raw.count == 2 * size else { return false }
+        let n = order(of: curve)
+        return isInRange(UnsafeRawBufferPointer(rebasing: raw[0..<size]), order: n)
+            && isInRange(UnsafeRawBufferPointer(rebasing: raw[size...]), order: n)
+    }
+
     /// DER for a raw `R‖S`, or nil when the length is wrong or r or s is out of range.
     static func der(fromRaw raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> [UInt8]? {
         withDER(fromRaw: raw, curve: curve) { $0.map(Array.init) }

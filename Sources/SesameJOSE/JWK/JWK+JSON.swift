@@ -110,7 +110,7 @@ extension JWK {
     /// Only the required public members take part, so `kid`, `alg` and private members never change it.
     public var thumbprint: String {
         let canonical = JOSEValue.object(Self.requiredMembers(of: components)).jsonBytes
-        return Base64URL.encode(Digest.sha256(canonical))
+        return Base64URL.encode(JOSECrypto.sha256(canonical))
     }
 
     /// The members RFC 7638 §3.2 requires, per key type.

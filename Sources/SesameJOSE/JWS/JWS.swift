@@ -82,7 +82,7 @@ public struct JWS: Sendable {
         Base64URL.encode(payload, into: &signingInput)
         let signature: [UInt8] = try signingInput.withUnsafeBytes { input throws(JOSEError) in
             switch key.components {
-            case .octet(let k): return Digest.hmac(input, key: k, hash: algorithm.hash)
+            case .octet(let k): return JOSECrypto.hmac(input, key: k, hash: algorithm.hash)
             default:
                 guard let backing = key.backing else { throw JOSEError(.invalidKey, "the key has no backend") }
                 return try backing.sign(input, algorithm: algorithm)
@@ -190,7 +190,7 @@ extension JWK {
     ) -> Bool {
         guard fits(algorithm) else { return false }
         if case .octet(let k) = components {
-            return ConstantTime.equals(Digest.hmac(message, key: k, hash: algorithm.hash), signature)
+            return ConstantTime.equals(JOSECrypto.hmac(message, key: k, hash: algorithm.hash), signature)
         }
         return backing?.verify(signature: signature, message: message, algorithm: algorithm) ?? false
     }

@@ -84,7 +84,7 @@ enum TokenForge {
     static func signed(header: String, payload: String, key: JWK, algorithm: JWSAlgorithm) throws -> String {
         let input = "\(part(header)).\(part(payload))"
         let signature: [UInt8] = try Array(input.utf8).withUnsafeBytes { bytes in
-            if case .octet(let k) = key.components { return Digest.hmac(bytes, key: k, hash: algorithm.hash) }
+            if case .octet(let k) = key.components { return JOSECrypto.hmac(bytes, key: k, hash: algorithm.hash) }
             return try #require(key.backing).sign(bytes, algorithm: algorithm)
         }
         return input + "." + Base64URL.encode(signature)

@@ -2,7 +2,7 @@ import Foundation
 
 /// SHA-2 digests, HMAC and secure random bytes from the platform's cryptography (libcrypto on Linux,
 /// CryptoKit on Apple platforms).
-public enum Digest {
+public enum JOSECrypto {
     /// SHA-256 of `bytes`.
     public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
         withBytes(bytes) { BackingDigest.digest($0, .sha256) }
