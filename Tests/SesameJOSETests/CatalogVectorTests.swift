@@ -9,7 +9,8 @@ import Testing
     @Test("VEC-08: RFC 7636 App. B — BASE64URL(SHA256(ASCII(code_verifier))), the primitive PKCE S256 uses")
     func pkceS256Primitive() {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-        #expect(Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8))) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+        #expect(
+            Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8))) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
     }
 
     /// RFC 9449 §4.1 Figure 3 (the proof key) and §5 Figure 4 (the token-request proof), §6.1 (its thumbprint).
@@ -34,7 +35,8 @@ import Testing
         // RFC 9449 §7.1: ath of the Figure 6 access token.
         let accessToken = "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"
         #expect(
-            Base64URL.encode(JOSECrypto.sha256(Array(accessToken.utf8))) == "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo")
+            Base64URL.encode(JOSECrypto.sha256(Array(accessToken.utf8)))
+                == "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo")
     }
 
     @Test("VEC-12 / ATK-07: RFC 7797 §4.1 verifies; §4.2 (b64:false, attached and detached) is rejected")

@@ -61,7 +61,9 @@ import Testing
         let parts = example.token.split(separator: ".", omittingEmptySubsequences: false)
         let input = Array("\(parts[0]).\(parts[1])".utf8)
         let signature: [UInt8] = try input.withUnsafeBytes { bytes in
-            if case .octet(let k) = key.components { return JOSECrypto.hmac(bytes, key: k, hash: example.algorithm.hash) }
+            if case .octet(let k) = key.components {
+                return JOSECrypto.hmac(bytes, key: k, hash: example.algorithm.hash)
+            }
             return try #require(key.backing).sign(bytes, algorithm: example.algorithm)
         }
         #expect(Base64URL.encode(signature) == String(parts[2]))

@@ -12,7 +12,8 @@ extension JWK {
     public static func generate(for algorithm: JWSAlgorithm, keyID: String? = nil) throws -> JWK {
         if algorithm.isSymmetric {
             let key = try JWK(
-                components: .octet(k: JOSECrypto.randomBytes(algorithm.digestLength)), declaredAlgorithm: algorithm.name)
+                components: .octet(k: JOSECrypto.randomBytes(algorithm.digestLength)), declaredAlgorithm: algorithm.name
+            )
             return key.with(keyID: keyID ?? key.thumbprint, algorithm: algorithm)
         }
         let (backing, components) = try BackingKey.generate(for: algorithm)
