@@ -4,8 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build/docs}"
-graphs=.build/symbol-graphs
-mkdir -p "$graphs" "$out"  # kept between runs: an up-to-date build emits no new graphs
+graphs=.build/docs-build/symbol-graphs
+# An up-to-date build emits no symbol graphs, so start the documentation build afresh when they are missing.
+[ -f "$graphs/SesameJOSE.symbols.json" ] || rm -rf .build/docs-build
+mkdir -p "$graphs" "$out"
 swift build --scratch-path .build/docs-build --target SesameJOSE -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 for module in SesameJOSE; do
     docc convert "Sources/$module/$module.docc" --fallback-display-name "$module" --fallback-bundle-identifier "dev.sesame.$module" \
