@@ -44,7 +44,8 @@ import Testing
         return examples
     }()
 
-    @Test("VEC-01, VEC-02, VEC-03, VEC-04, VEC-06, VEC-10: RFC examples verify as received", arguments: signatureExamples)
+    @Test(
+        "VEC-01, VEC-02, VEC-03, VEC-04, VEC-06, VEC-10: RFC examples verify as received", arguments: signatureExamples)
     func examplesVerify(example: Example) throws {
         let key = try JWK(json: example.keyJSON, allowSymmetric: example.algorithm.isSymmetric)
         let verifyKey = example.algorithm.isSymmetric ? key : try key.publicKey()
