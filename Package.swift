@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "SesameJOSE", targets: ["SesameJOSE"]),
+        .library(name: "SesameLoopback", targets: ["SesameLoopback"]),
         .executable(name: "sesame", targets: ["sesame"]),
     ],
     targets: [
@@ -29,6 +30,10 @@ let package = Package(
             dependencies: [
                 .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd]))
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SesameLoopback",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -49,6 +54,11 @@ let package = Package(
             name: "SesameJOSETests",
             dependencies: ["SesameJOSE"],
             exclude: ["Vectors"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SesameLoopbackTests",
+            dependencies: ["SesameLoopback"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,267 @@
+import Dispatch
+public import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A small HTTP/1.1 server over POSIX sockets, for loopback use: the RFC 8252 redirect receiver and the base of
+/// Sesame's development identity server.
+///
+/// One thread serves each connection (bounded by ``Configuration/maxConnections``), reading requests in order,
+/// so keep-alive and pipelining work. Every limit answers with its status: 431 for a head over
+/// ``Configuration/maxHeaderBytes``, 413 for a body over ``Configuration/maxBodyBytes``, 411 for a chunked body
+/// (not supported: send `Content-Length`), 400 for anything malformed, 408 when a client stalls mid-request
+/// for longer than ``Configuration/readTimeout``.
+///
+/// > Important: This is a development and test server. Bind it to loopback addresses.
+public final class HTTPServer: @unchecked Sendable {
+    /// Limits and addresses.
+    public struct Configuration: Sendable {
+        /// The host to bind: an IP literal or a name; every address it resolves to is bound.
+        ///
+        /// Default 127.0.0.1.
+        public var host = "127.0.0.1"
+        /// The port; 0 picks a free one (see ``HTTPServer/port``).
+        public var port = 0
+        /// The largest request line plus headers.
+        ///
+        /// Default 16 KiB.
+        public var maxHeaderBytes = 16 * 1024
+        /// The largest request body.
+        ///
+        /// Default 1 MiB.
+        public var maxBodyBytes = 1 << 20
+        /// How long a connection may stay silent, mid-request or idle between requests.
+        ///
+        /// Default 10 s.
+        public var readTimeout: TimeInterval = 10
+        /// The most connections served at once; further clients wait in the listen backlog.
+        ///
+        /// Default 256.
+        public var maxConnections = 256
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What the server reports after each response, for logging: no headers and no bodies.
+    public struct Completion: Sendable {
+        /// The request method, or `-` when the request could not be parsed.
+        public let method: String
+        /// The request path without the query, or `-`.
+        public let path: String
+        /// The status sent (0 when the connection was dropped).
+        public let status: Int
+        /// Time from a complete request to the response written.
+        public let duration: TimeInterval
+    }
+
+    /// Handles one request.
+    ///
+    /// Called on the connection's thread; may block.
+    public typealias Handler = @Sendable (HTTPServerRequest) -> HTTPServerResponse
+
+    private let configuration: Configuration
+    private let handler: Handler
+    private let observer: (@Sendable (Completion) -> Void)?
+    private let state = Locked(State())
+    private let connectionsDone = DispatchGroup()
+    private let listenersDone = DispatchGroup()
+    private let slots: DispatchSemaphore
+
+    private struct State {
+        var listeners: [Int32] = []
+        var port = 0
+        var stopping = false
+        /// Accepted connections and whether each is busy with a request.
+        var connections: [Int32: Bool] = [:]
+    }
+
+    /// Creates a server; call ``start()`` to listen.
+    ///
+    /// - Parameters:
+    ///   - configuration: addresses and limits.
+    ///   - observer: called after every response (including the server's own 4xx answers), for logging.
+    ///   - handler: answers each request.
+    public init(
+        configuration: Configuration = Configuration(),
+        observer: (@Sendable (Completion) -> Void)? = nil,
+        handler: @escaping Handler
+    ) {
+        self.configuration = configuration
+        self.handler = handler
+        self.observer = observer
+        self.slots = DispatchSemaphore(value: max(1, configuration.maxConnections))
+    }
+
+    /// The port the server listens on (after ``start()``).
+    public var port: Int { state.withLock { $0.port } }
+
+    /// Binds, listens and starts accepting connections.
+    ///
+    /// - Returns: the port (the chosen one when the configuration says 0).
+    /// - Throws: ``LoopbackError`` when the address cannot be bound.
+    @discardableResult
+    public func start() throws -> Int {
+        let (descriptors, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: 512)
+        state.withLock {
+            $0.listeners = descriptors
+            $0.port = port
+        }
+        for fd in descriptors {
+            listenersDone.enter()
+            let thread = Thread { [self] in
+                acceptLoop(fd)
+                // Only this thread closes its listener, so the descriptor cannot be reused under a later accept().
+                close(fd)
+                listenersDone.leave()
+            }
+            thread.name = "sesame-loopback-accept"
+            thread.start()
+        }
+        return port
+    }
+
+    /// Stops gracefully: no new connections, requests in flight finish, idle connections close, the port is
+    /// released.
+    ///
+    /// Returns when every connection has closed (or after `timeout`).
+    public func stop(timeout: TimeInterval = 10) {
+        let listeners = state.withLock { state -> [Int32] in
+            guard !state.stopping else { return [] }
+            state.stopping = true
+            // Wake idle connections while holding the lock: a connection removes itself under the lock before
+            // closing, so these descriptors are still ours (not reused by another socket).
+            for (fd, busy) in state.connections where !busy { shutdown(fd, Int32(SHUT_RD)) }
+            defer { state.listeners = [] }
+            return state.listeners
+        }
+        for fd in listeners { shutdown(fd, Int32(SHUT_RDWR)) }
+        _ = listenersDone.wait(timeout: .now() + timeout)
+        _ = connectionsDone.wait(timeout: .now() + timeout)
+    }
+
+    deinit { stop(timeout: 1) }
+
+    // MARK: Connections
+
+    private func acceptLoop(_ listener: Int32) {
+        while true {
+            while slots.wait(timeout: .now() + 0.2) == .timedOut {
+                if state.withLock({ $0.stopping }) { return }
+            }
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                slots.signal()
+                if state.withLock({ $0.stopping }) { return }
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopping else { return false }
+                state.connections[fd] = false
+                return true
+            }
+            guard accepted else {
+                close(fd)
+                slots.signal()
+                return
+            }
+            connectionsDone.enter()
+            let thread = Thread { [self] in
+                serve(fd)
+                state.withLock { _ = $0.connections.removeValue(forKey: fd) }
+                close(fd)
+                slots.signal()
+                connectionsDone.leave()
+            }
+            thread.name = "sesame-loopback-connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        Socket.configure(fd, readTimeout: configuration.readTimeout)
+        let limits = HTTPRequestParser.Limits(
+            maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            switch HTTPRequestParser.parse(buffer, limits: limits) {
+            case .request(let request, let keepAlive, let consumed):
+                buffer.removeFirst(consumed)
+                guard respond(to: request, on: fd, keepAlive: keepAlive) else { return }
+            case .failure(let status, let message):
+                fail(fd, status: status, message: message)
+                return
+            case .needMore:
+                let stopping = state.withLock { state -> Bool in
+                    state.connections[fd] = false
+                    return state.stopping
+                }
+                if stopping && buffer.isEmpty { return }
+                let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count > 0 {
+                    buffer.append(contentsOf: chunk[0..<count])
+                    continue
+                }
+                if count < 0, errno == EINTR { continue }
+                if count < 0, errno == EAGAIN || errno == EWOULDBLOCK, !buffer.isEmpty {
+                    fail(fd, status: 408, message: "the request was not completed in time")
+                }
+                return
+            }
+        }
+    }
+
+    /// Answers one request; false when the connection must close.
+    private func respond(to request: HTTPServerRequest, on fd: Int32, keepAlive: Bool) -> Bool {
+        state.withLock { $0.connections[fd] = true }
+        let start = DispatchTime.now()
+        let response = handler(request)
+        if response.dropsConnection {
+            report(request.method, request.path, 0, start)
+            return false
+        }
+        let stopping = state.withLock { $0.stopping }
+        let staysOpen = keepAlive && !response.closesConnection && !stopping
+        let written = Socket.write(fd, response.serialized(keepAlive: staysOpen))
+        report(request.method, request.path, response.status, start)
+        return written && staysOpen
+    }
+
+    private func fail(_ fd: Int32, status: Int, message: String) {
+        let start = DispatchTime.now()
+        var response = HTTPServerResponse.text(status, message + "\n")
+        response.closesConnection = true
+        _ = Socket.write(fd, response.serialized(keepAlive: false))
+        report("-", "-", status, start)
+        Socket.lingeringClose(fd)
+    }
+
+    private func report(_ method: String, _ path: String, _ status: Int, _ start: DispatchTime) {
+        guard let observer else { return }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        observer(Completion(method: method, path: path, status: status, duration: elapsed))
+    }
+}
+
+/// A value behind a lock (SesameLoopback depends on Foundation only).
+final class Locked<Value>: @unchecked Sendable {
+    // Every access goes through withLock; the lock is never held while calling user code.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import SesameLoopback
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct HTTPServerTests {
+    static func makeServer(_ configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws -> HTTPServer {
+        var router = HTTPRouter()
+        router.add("GET", "/hello") { request in .text(200, "hello \(request.queryParameters["name"] ?? "world")") }
+        router.add("POST", "/echo") { request in
+            HTTPServerResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: request.body)
+        }
+        router.add("POST", "/form") { request in .text(200, request.formParameters?["a"] ?? "-") }
+        router.add("GET", "/empty") { _ in HTTPServerResponse(status: 204) }
+        var configuration = HTTPServer.Configuration()
+        configure(&configuration)
+        let server = HTTPServer(configuration: configuration, handler: router.handle)
+        try server.start()
+        return server
+    }
+
+    @Test("Serves over loopback with URLSession: query, body echo, form decoding, 204 without a body")
+    func servesURLSession() async throws {
+        let server = try Self.makeServer()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let (hello, response) = try await URLSession.shared.data(
+            from: try #require(URL(string: "\(base)/hello?name=a%20b")))
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(String(decoding: hello, as: UTF8.self) == "hello a b")
+
+        var echo = URLRequest(url: try #require(URL(string: "\(base)/echo")))
+        echo.httpMethod = "POST"
+        echo.httpBody = Data((0..<5000).map { UInt8($0 % 251) })
+        let (echoed, _) = try await URLSession.shared.data(for: echo)
+        #expect(echoed == echo.httpBody)
+
+        var form = URLRequest(url: try #require(URL(string: "\(base)/form")))
+        form.httpMethod = "POST"
+        form.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        form.httpBody = Data("a=x+y%26z&b=2".utf8)
+        let (formBody, _) = try await URLSession.shared.data(for: form)
+        #expect(String(decoding: formBody, as: UTF8.self) == "x y&z")
+
+        let (empty, emptyResponse) = try await URLSession.shared.data(from: try #require(URL(string: "\(base)/empty")))
+        #expect((emptyResponse as? HTTPURLResponse)?.statusCode == 204 && empty.isEmpty)
+    }
+
+    @Test("Port 0 picks a free port; a second server cannot take it; stop releases it")
+    func portLifecycle() throws {
+        let server = try Self.makeServer()
+        let port = server.port
+        #expect(port > 0)
+        #expect(throws: LoopbackError.self) { try Self.makeServer { $0.port = port } }
+        server.stop()
+        let again = try Self.makeServer { $0.port = port }
+        #expect(again.port == port)
+        again.stop()
+    }
+
+    @Test("Pipelined and keep-alive requests are answered in order on one connection")
+    func pipelining() throws {
+        let server = try Self.makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "GET /hello?name=1 HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                + "GET /hello?name=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let responses = client.readResponses(3)
+        #expect(responses.count == 3)
+        #expect(responses.first?.hasSuffix("hello 1") == true)
+        #expect(responses.dropFirst().first?.hasSuffix("abc") == true)
+        #expect(responses.last?.hasSuffix("hello 3") == true)
+    }
+
+    @Test(
+        "Every limit answers with its status and the server keeps serving",
+        arguments: [
+            ("GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "404"),
+            ("DELETE /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "405"),
+            ("GET /hello HTTP/1.1\r\nHost: x\r\nX: " + String(repeating: "a", count: 17000) + "\r\n\r\n", "431"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", "413"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "411"),
+            ("GARBAGE\r\n\r\n", "400"), ("GET /hello HTTP/2.0\r\n\r\n", "400"), ("GET hello HTTP/1.1\r\n\r\n", "400"),
+            ("GET /hello HTTP/1.1\r\nBad Header: x\r\n\r\n", "400"), ("GET /hello HTTP/1.1\r\n folded\r\n\r\n", "400"),
+            ("POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", "400"),
+            ("POST /echo HTTP/1.1\r\nContent-Length: -1\r\n\r\n", "400"),
+            ("\u{0}\u{1}\u{2}\u{ff}\r\n\r\n", "400"),
+        ])
+    func limits(request: String, status: String) throws {
+        let server = try Self.makeServer()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send(request)
+        let answer = client.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer.prefix(80))")
+        if status == "405" { #expect(answer.contains("Allow: GET")) }
+        let next = try RawClient(port: server.port)
+        next.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(next.readToEnd().hasPrefix("HTTP/1.1 200 "))
+    }
+
+    @Test("A client that sends half a request and stalls gets 408 and does not hold the server")
+    func stalledRequest() throws {
+        let server = try Self.makeServer { $0.readTimeout = 0.3 }
+        defer { server.stop() }
+        let staller = try RawClient(port: server.port)
+        staller.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        let other = try RawClient(port: server.port)
+        other.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(other.readToEnd().hasPrefix("HTTP/1.1 200 "))
+        #expect(staller.readToEnd().hasPrefix("HTTP/1.1 408 "))
+    }
+
+    @Test("Bounded concurrency: with one slot, a second client waits until the first leaves")
+    func boundedConcurrency() throws {
+        let server = try Self.makeServer {
+            $0.maxConnections = 1
+            $0.readTimeout = 5
+        }
+        defer { server.stop() }
+        let first = try RawClient(port: server.port)
+        first.send("GET /hello HTTP/1.1\r\n\r\n")
+        #expect(first.readResponses(1).count == 1)
+        let second = try RawClient(port: server.port)
+        second.send("GET /hello?name=2 HTTP/1.1\r\nConnection: close\r\n\r\n")
+        first.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
+        _ = first.readToEnd()
+        #expect(second.readToEnd().hasSuffix("hello 2"))
+    }
+
+    @Test("Graceful stop: a request in flight finishes, then the connection closes")
+    func gracefulStop() throws {
+        var router = HTTPRouter()
+        let started = DispatchSemaphore(value: 0)
+        router.add("GET", "/slow") { _ in
+            started.signal()
+            Thread.sleep(forTimeInterval: 0.3)
+            return .text(200, "done")
+        }
+        let server = HTTPServer(handler: router.handle)
+        try server.start()
+        let client = try RawClient(port: server.port)
+        client.send("GET /slow HTTP/1.1\r\n\r\n")
+        #expect(started.wait(timeout: .now() + 5) == .success)
+        let idle = try RawClient(port: server.port)
+        idle.send("GET /nothing HTTP/1.1\r\n\r\n")
+        _ = idle.readResponses(1)
+        server.stop()
+        let answer = client.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.hasSuffix("done"))
+        #expect(answer.contains("Connection: close"))
+        #expect(throws: (any Error).self) { try RawClient(port: server.port) }
+    }
+}
