@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "SesameJOSE", targets: ["SesameJOSE"]),
         .library(name: "SesameLoopback", targets: ["SesameLoopback"]),
+        .library(name: "SesameDevServer", targets: ["SesameDevServer"]),
         .executable(name: "sesame", targets: ["sesame"]),
     ],
     targets: [
@@ -36,9 +37,23 @@ let package = Package(
             name: "SesameLoopback",
             swiftSettings: swiftSettings
         ),
+        // SQLite (Debian `libsqlite3-dev`) for the dev server; Apple platforms use their SQLite3 module.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "SesameDevServer",
+            dependencies: [
+                "SesameJOSE", "SesameLoopback",
+                .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .openbsd])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "sesame",
-            dependencies: ["SesameJOSE"],
+            dependencies: ["SesameJOSE", "SesameLoopback", "SesameDevServer"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

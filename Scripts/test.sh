@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # the dev server's store
 command -v python3 >/dev/null 2>&1 || missing+=(python3)  # the CLI tests' one-shot HTTP server
 if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"

@@ -27,6 +27,7 @@ enum CLI {
 
         COMMANDS:
           demo                      a narrated run of what Sesame does (no network needed)
+          serve [options]           the local development identity server (sesame serve --help)
           jwt decode [TOKEN|-]      print a JWT's header and claims as JSON, without verifying it
           jwt verify --jwks FILE|URL [--iss ISS] [--aud AUD] [--nonce N] [--leeway S] [--now UNIX]
                      [--alg ALG]... [--typ TYP]... [TOKEN|-]
@@ -70,6 +71,9 @@ enum CLI {
         switch command {
         case "help", "--help", "-h": print(usage)
         case "demo": try DemoCommand.run(try ParsedArguments(rest, options: [], flags: []))
+        case "serve":
+            try await ServeCommand.run(
+                try ParsedArguments(rest, options: ServeCommand.options, flags: ["--no-dev-endpoints", "--help"]))
         case "jwt":
             guard let sub = rest.first else { throw CLIError.usage("jwt needs decode, verify or sign") }
             let subArguments = Array(rest.dropFirst())

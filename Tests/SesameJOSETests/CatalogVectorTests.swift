@@ -99,3 +99,17 @@ import Testing
         #expect(checked >= 40)
     }
 }
+
+@Suite struct PBKDF2Tests {
+    @Test("RFC 7914 §11: PBKDF2-HMAC-SHA256 (P=passwd, S=salt, c=1, dkLen=64)")
+    func rfc7914Vector() {
+        let derived = JOSECrypto.pbkdf2SHA256(
+            password: Array("passwd".utf8), salt: Array("salt".utf8), iterations: 1, length: 64)
+        #expect(
+            derived
+                == [UInt8](
+                    hex:
+                        "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc49ca9cccf179b645991664b39d77ef317c71b845b1e30bd509112041d3a19783"
+                ))
+    }
+}

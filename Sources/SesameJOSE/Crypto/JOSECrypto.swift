@@ -29,6 +29,18 @@ public enum JOSECrypto {
         BackingDigest.randomBytes(count)
     }
 
+    /// PBKDF2-HMAC-SHA256 (RFC 8018 §5.2), for password hashing.
+    ///
+    /// - Parameters:
+    ///   - password: the password's bytes.
+    ///   - salt: a per-password random salt (16 bytes or more).
+    ///   - iterations: the work factor.
+    ///   - length: the output length in bytes.
+    /// - Returns: the derived key.
+    public static func pbkdf2SHA256(password: [UInt8], salt: [UInt8], iterations: Int, length: Int = 32) -> [UInt8] {
+        BackingDigest.pbkdf2SHA256(password: password, salt: salt, iterations: iterations, length: length)
+    }
+
     package static func hmac(_ message: UnsafeRawBufferPointer, key: [UInt8], hash: JWSAlgorithm.Hash) -> [UInt8] {
         BackingDigest.hmac(key: key, message: message, hash)
     }

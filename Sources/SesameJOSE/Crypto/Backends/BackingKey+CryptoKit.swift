@@ -2,6 +2,7 @@
 // (RSAKey+Security.swift). It implements the same package interface as BackingKey+OpenSSL.swift, and every
 // encoding it needs (PKCS#1, SubjectPublicKeyInfo, PKCS#8) comes from the portable, Linux-tested DER.swift.
 #if !canImport(CSesameOpenSSL) && canImport(CryptoKit) && canImport(Security)
+    import CommonCrypto
     import CryptoKit
     import Foundation
 
@@ -246,6 +247,19 @@
             case .sha384: return Array(HMAC<SHA384>.authenticationCode(for: message, using: symmetricKey))
             case .sha512: return Array(HMAC<SHA512>.authenticationCode(for: message, using: symmetricKey))
             }
+        }
+
+        static func pbkdf2SHA256(password: [UInt8], salt: [UInt8], iterations: Int, length: Int) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: length)
+            let status = password.withUnsafeBufferPointer { passwordBuffer in
+                passwordBuffer.withMemoryRebound(to: CChar.self) { passwordChars in
+                    CCKeyDerivationPBKDF(
+                        CCPBKDFAlgorithm(kCCPBKDF2), passwordChars.baseAddress, passwordChars.count, salt, salt.count,
+                        CCPseudoRandomAlgorithm(kCCPRFHmacAlgSHA256), UInt32(iterations), &output, length)
+                }
+            }
+            precondition(status == kCCSuccess, "CommonCrypto could not derive a key")
+            return output
         }
 
         static func randomBytes(_ count: Int) -> [UInt8] {

@@ -512,6 +512,20 @@
             return Array(output.prefix(length))
         }
 
+        static func pbkdf2SHA256(password: [UInt8], salt: [UInt8], iterations: Int, length: Int) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: length)
+            let result = password.withUnsafeBufferPointer { passwordBuffer in
+                passwordBuffer.withMemoryRebound(to: CChar.self) { passwordChars in
+                    PKCS5_PBKDF2_HMAC(
+                        passwordChars.baseAddress, Int32(passwordChars.count), salt, Int32(salt.count),
+                        Int32(iterations),
+                        fetched.sha256, Int32(length), &output)
+                }
+            }
+            precondition(result == 1, "libcrypto could not derive a key")
+            return output
+        }
+
         package static func randomBytes(_ count: Int) -> [UInt8] {
             var bytes = [UInt8](repeating: 0, count: count)
             precondition(RAND_bytes(&bytes, Int32(count)) == 1, "the system random generator failed")

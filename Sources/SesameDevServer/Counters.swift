@@ -1,0 +1,24 @@
+import SesameJOSE
+
+/// What the server has done, for tests to assert on (`GET /_dev/counters`).
+struct Counters: Sendable {
+    var requests: [String: Int] = [:]
+    var registrations = 0
+    var logins = 0
+    var refreshes = 0
+    var refreshFailures = 0
+    var reuseDetections = 0
+    var appleExchanges = 0
+    var logouts = 0
+
+    var jsonValue: JOSEValue {
+        var requestCounts = JOSEObject()
+        for (route, count) in requests.sorted(by: { $0.key < $1.key }) { requestCounts[route] = .integer(Int64(count)) }
+        return [
+            "requests": .object(requestCounts), "registrations": .integer(Int64(registrations)),
+            "logins": .integer(Int64(logins)), "refreshes": .integer(Int64(refreshes)),
+            "refreshFailures": .integer(Int64(refreshFailures)), "reuseDetections": .integer(Int64(reuseDetections)),
+            "appleExchanges": .integer(Int64(appleExchanges)), "logouts": .integer(Int64(logouts)),
+        ]
+    }
+}

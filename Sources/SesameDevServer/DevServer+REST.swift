@@ -1,0 +1,160 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// The proprietary REST contract (DESIGN.md §4).
+extension DevServer {
+    /// A fixed salt for the dummy hash computed when an email is unknown, so that a login for an unknown account
+    /// costs the same time as one with a wrong password (no user enumeration by timing).
+    private static let dummySalt = [UInt8](repeating: 0x5A, count: 16)
+
+    func register(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let body: JOSEObject
+        switch Self.jsonBody(request) {
+        case .success(let object): body = object
+        case .failure(let error): return error.response
+        }
+        guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
+            return Self.error(400, "invalid_request", "email and password are required strings")
+        }
+        let email = Self.normalize(email: rawEmail)
+        guard Self.isPlausible(email: email) else {
+            return Self.error(400, "invalid_request", "the email is not valid")
+        }
+        guard password.count >= 8 else {
+            return Self.error(400, "invalid_request", "the password must have at least 8 characters")
+        }
+        guard password.utf8.count <= 1024 else { return Self.error(400, "invalid_request", "the password is too long") }
+        let iterations = configuration.passwordIterations
+        let salt = JOSECrypto.randomBytes(16)
+        let hash = hashPassword(password, salt: salt, iterations: iterations)
+        do {
+            guard
+                let user = try store.createUser(
+                    email: email, passwordHash: hash, salt: salt, iterations: iterations, now: now)
+            else { return Self.error(409, "email_taken", "an account with this email exists") }
+            state.withLock { $0.counters.registrations += 1 }
+            return try authResponse(for: user, status: 201)
+        } catch {
+            return Self.error(500, "server_error", "the account could not be stored")
+        }
+    }
+
+    func login(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let body: JOSEObject
+        switch Self.jsonBody(request) {
+        case .success(let object): body = object
+        case .failure(let error): return error.response
+        }
+        guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
+            return Self.error(400, "invalid_request", "email and password are required strings")
+        }
+        do {
+            let record = try store.passwordRecord(email: Self.normalize(email: rawEmail))
+            let hash = hashPassword(
+                password, salt: record?.salt ?? Self.dummySalt,
+                iterations: record?.iterations ?? configuration.passwordIterations)
+            guard let record, ConstantTime.equals(hash, record.hash) else {
+                return Self.error(401, "invalid_credentials", "the email or password is wrong")
+            }
+            state.withLock { $0.counters.logins += 1 }
+            return try authResponse(for: record.user, status: 200)
+        } catch {
+            return Self.error(500, "server_error", "the sign-in could not be completed")
+        }
+    }
+
+    func refresh(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let body: JOSEObject
+        switch Self.jsonBody(request) {
+        case .success(let object): body = object
+        case .failure(let error): return error.response
+        }
+        guard let token = body["refreshToken"]?.stringValue, !token.isEmpty else {
+            return Self.error(400, "invalid_request", "refreshToken is a required string")
+        }
+        do {
+            switch try store.rotate(token, ttl: configuration.refreshTokenTTL, now: now) {
+            case .rotated(let user, let next):
+                state.withLock { $0.counters.refreshes += 1 }
+                return try authResponse(for: user, status: 200, refreshToken: next)
+            case .reused:
+                state.withLock {
+                    $0.counters.reuseDetections += 1
+                    $0.counters.refreshFailures += 1
+                }
+                return Self.error(401, "invalid_grant", "the refresh token was already used; its session is revoked")
+            case .unknown, .expired, .revoked:
+                state.withLock { $0.counters.refreshFailures += 1 }
+                return Self.error(401, "invalid_grant", "the refresh token is invalid, expired or revoked")
+            }
+        } catch {
+            return Self.error(500, "server_error", "the refresh could not be completed")
+        }
+    }
+
+    func logout(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard let user = authenticatedUser(request) else {
+            return Self.invalidToken("a valid access token is required")
+        }
+        if let object = try? JOSEValue.parse(request.body).objectValue, let token = object["refreshToken"]?.stringValue
+        {
+            try? store.revokeFamily(of: token, userID: user.id)
+        }
+        state.withLock { $0.counters.logouts += 1 }
+        return HTTPServerResponse(status: 204)
+    }
+
+    func me(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard let user = authenticatedUser(request) else {
+            return Self.invalidToken("the access token is invalid or expired")
+        }
+        return .json(200, Self.userJSON(user).jsonData)
+    }
+
+    func jwks() -> HTTPServerResponse {
+        guard let keys = try? store.publicKeys(purpose: "access") else {
+            return Self.error(500, "server_error", "keys unavailable")
+        }
+        return .json(200, JOSEValue.object(["keys": .array(keys.map { $0.jsonValue() })]).jsonData)
+    }
+
+    /// The user a valid `Authorization: Bearer` access token names, or nil.
+    func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
+        guard let token = request.authorization(scheme: "Bearer"),
+            let verifier = state.withLock({ $0.accessVerifier }),
+            let claims = try? verifier.verifiedClaims(of: token, now: Date()),
+            let subject = claims.subject
+        else { return nil }
+        return try? store.user(id: subject)
+    }
+
+    static func userJSON(_ user: DevStore.User) -> JOSEValue {
+        ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
+    }
+
+    /// `AuthResponse`: a new access token, and a refresh token (a new family unless one is given).
+    func authResponse(for user: DevStore.User, status: Int, refreshToken: String? = nil) throws -> HTTPServerResponse {
+        let issued = now
+        let refresh =
+            try refreshToken
+            ?? store.issueRefreshToken(userID: user.id, ttl: configuration.refreshTokenTTL, now: issued)
+        let access = try accessToken(for: user, issuedAt: issued)
+        let body: JOSEValue = [
+            "accessToken": .string(access), "refreshToken": .string(refresh),
+            "expiresIn": .integer(configuration.accessTokenTTL), "tokenType": "Bearer", "user": Self.userJSON(user),
+        ]
+        return .json(status, body.jsonData)
+    }
+
+    /// An RFC 9068-style JWT access token signed by the server key.
+    func accessToken(for user: DevStore.User, issuedAt: Int64) throws -> String {
+        let (issuer, key) = state.withLock { ($0.issuer, $0.accessKey) }
+        guard let key else { throw DevServerError("no signing key") }
+        let claims = JWTClaims([
+            "iss": .string(issuer), "sub": .string(user.id), "aud": .string(issuer), "iat": .integer(issuedAt),
+            "exp": .integer(issuedAt + configuration.accessTokenTTL), "jti": .string(UUID().uuidString.lowercased()),
+        ])
+        return try JWT.sign(claims, key: key, algorithm: configuration.signingAlgorithm, type: "at+jwt")
+    }
+}

@@ -1,0 +1,253 @@
+public import Foundation
+public import SesameJOSE
+public import SesameLoopback
+
+/// Sesame's local development identity server: the proprietary REST contract of DESIGN.md §4 (and, in a later
+/// part, an OpenID Connect provider), persisted in SQLite, with fault injection and counters for tests.
+///
+/// > Important: This is a development and test tool. It binds to loopback by default, stores its signing keys in
+/// > its database, and exposes `/_dev/` endpoints (counters, fault switches, a stand-in Sign in with Apple issuer)
+/// > unless ``Configuration/devEndpoints`` is off. Do not run it as a production identity provider.
+public final class DevServer: Sendable {
+    /// Everything `sesame serve` can set.
+    public struct Configuration: Sendable {
+        /// The host to bind.
+        ///
+        /// Default 127.0.0.1.
+        public var host = "127.0.0.1"
+        /// The port; 0 picks a free one.
+        public var port = 0
+        /// The SQLite database file (created if missing), or `:memory:`.
+        public var databasePath = ":memory:"
+        /// The issuer URL; by default `http://HOST:PORT` once the port is known.
+        public var issuer: URL?
+        /// Access-token lifetime in seconds (as short as 1 for tests).
+        ///
+        /// Default 900.
+        public var accessTokenTTL: Int64 = 900
+        /// Refresh-token lifetime in seconds.
+        ///
+        /// Default 30 days.
+        public var refreshTokenTTL: Int64 = 30 * 86400
+        /// The access-token signing algorithm: ES256 (default), RS256 or EdDSA.
+        public var signingAlgorithm: JWSAlgorithm = .es256
+        /// Users created at start (skipped when the email exists).
+        public var users: [(email: String, password: String)] = []
+        /// The fault plan.
+        public var faults = FaultPlan()
+        /// Whether the `/_dev/` endpoints answer.
+        ///
+        /// Default on.
+        public var devEndpoints = true
+        /// PBKDF2 iterations for new passwords.
+        ///
+        /// Default 100,000.
+        public var passwordIterations = 100_000
+        /// The audience of Sign in with Apple identity tokens: the app's bundle ID.
+        public var appleBundleID = "dev.sesame.demo"
+        /// The JWKS that signs Apple identity tokens; nil uses the built-in stand-in issuer's key.
+        public var appleKeys: JWKSet?
+        /// Receives one line per request (method, path, status, duration) and never a secret; nil is silent.
+        public var log: (@Sendable (String) -> Void)?
+        /// Limits for the HTTP layer.
+        public var http = HTTPServer.Configuration()
+
+        /// The defaults.
+        public init() {}
+    }
+
+    let configuration: Configuration
+    let store: DevStore
+    let state = LockedValue(MutableState())
+    private let http = LockedValue<HTTPServer?>(nil)
+
+    struct MutableState {
+        var issuer = ""
+        var counters = Counters()
+        var faults = FaultPlan()
+        var accessVerifier: JWTVerifier?
+        var accessKey: JWK?
+        var appleKey: JWK?
+    }
+
+    /// Opens the database and prepares keys and seeded users; ``start()`` begins serving.
+    ///
+    /// - Throws: ``DevServerError`` when the database cannot be opened or a seeded user is invalid.
+    public init(configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        store = try DevStore(path: configuration.databasePath)
+        let now = Int64(Date().timeIntervalSince1970)
+        let key = try store.signingKey(purpose: "access", algorithm: configuration.signingAlgorithm, now: now)
+        let keys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
+        state.withLock {
+            $0.accessKey = key
+            $0.faults = configuration.faults
+            $0.accessVerifier = JWTVerifier(keys: keys)
+        }
+        for user in configuration.users {
+            let email = Self.normalize(email: user.email)
+            guard Self.isPlausible(email: email), user.password.count >= 8 else {
+                throw DevServerError("seeded user \(email): needs an email and a password of 8 characters or more")
+            }
+            if try store.passwordRecord(email: email) == nil {
+                let salt = JOSECrypto.randomBytes(16)
+                let hash = hashPassword(user.password, salt: salt, iterations: configuration.passwordIterations)
+                _ = try store.createUser(
+                    email: email, passwordHash: hash, salt: salt, iterations: configuration.passwordIterations, now: now
+                )
+            }
+        }
+    }
+
+    /// Binds and starts serving.
+    ///
+    /// - Returns: the issuer URL (`http://127.0.0.1:PORT` unless configured).
+    /// - Throws: ``DevServerError`` or `LoopbackError` when the address cannot be bound.
+    @discardableResult
+    public func start() throws -> URL {
+        let router = makeRouter()
+        var observer: (@Sendable (HTTPServer.Completion) -> Void)?
+        if let log = configuration.log {
+            observer = { completion in
+                let milliseconds = String(format: "%.1f", completion.duration * 1000)
+                log("\(completion.method) \(completion.path) \(completion.status) \(milliseconds)ms")
+            }
+        }
+        let server = HTTPServer(
+            configuration: configuration.http.with(host: configuration.host, port: configuration.port),
+            observer: observer,
+            handler: { [self] request in handle(request, router: router) }
+        )
+        let port = try server.start()
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        let issuer = configuration.issuer?.absoluteString ?? "http://\(host):\(port)"
+        let accessKeys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
+        state.withLock { state in
+            state.issuer = issuer
+            var policy = ClaimValidationPolicy(issuer: issuer, audience: issuer, requiredClaims: ["exp", "sub", "iat"])
+            policy.acceptedTypes = ["at+jwt"]
+            policy.leeway = 0
+            state.accessVerifier = JWTVerifier(keys: accessKeys, policy: policy)
+        }
+        http.withLock { $0 = server }
+        guard let url = URL(string: issuer) else { throw DevServerError("invalid issuer \(issuer)") }
+        return url
+    }
+
+    /// Stops serving: requests in flight finish, the port is released.
+    public func stop() {
+        let server = http.withLock { server -> HTTPServer? in
+            defer { server = nil }
+            return server
+        }
+        server?.stop()
+    }
+
+    /// The issuer URL (after ``start()``).
+    public var issuer: URL? { URL(string: state.withLock { $0.issuer }) }
+
+    /// The bound port (after ``start()``).
+    public var port: Int { http.withLock { $0?.port ?? 0 } }
+
+    // MARK: Dispatch
+
+    private func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
+        let known = router.paths.contains(request.path)
+        let isDev = request.path.hasPrefix("/_dev/")
+        if !isDev {
+            let route = known ? "\(request.method) \(request.path)" : "other"
+            state.withLock { $0.counters.requests[route, default: 0] += 1 }
+            let faults = state.withLock { $0.faults }
+            for action in faults.actions(method: request.method, path: request.path) {
+                switch action {
+                case .latency(let seconds): Thread.sleep(forTimeInterval: seconds)
+                case .status(let code): return Self.error(code, "server_error", "injected fault")
+                case .drop: return .drop
+                case .unauthorized:
+                    return request.path == "/refresh-token"
+                        ? Self.error(401, "invalid_grant", "injected fault")
+                        : Self.invalidToken("injected fault")
+                }
+            }
+        }
+        if isDev && !configuration.devEndpoints { return Self.error(404, "not_found", "no such endpoint") }
+        return router.handle(request)
+    }
+
+    private func makeRouter() -> HTTPRouter {
+        var router = HTTPRouter()
+        router.add("POST", "/register") { [self] in register($0) }
+        router.add("POST", "/login") { [self] in login($0) }
+        router.add("POST", "/refresh-token") { [self] in refresh($0) }
+        router.add("POST", "/logout") { [self] in logout($0) }
+        router.add("GET", "/me") { [self] in me($0) }
+        router.add("POST", "/auth/apple") { [self] in appleExchange($0) }
+        router.add("GET", "/jwks") { [self] _ in jwks() }
+        router.add("GET", "/_dev/counters") { [self] _ in .json(200, state.withLock { $0.counters.jsonValue }.jsonData)
+        }
+        router.add("POST", "/_dev/counters/reset") { [self] _ in
+            state.withLock { $0.counters = Counters() }
+            return HTTPServerResponse(status: 204)
+        }
+        router.add("POST", "/_dev/faults") { [self] in setFaults($0) }
+        router.add("POST", "/_dev/apple/identity-token") { [self] in mintAppleToken($0) }
+        router.add("GET", "/_dev/apple/jwks") { [self] _ in appleJWKS() }
+        return router
+    }
+
+    // MARK: Shared helpers
+
+    static func normalize(email: String) -> String {
+        email.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+    }
+
+    static func isPlausible(email: String) -> Bool {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && email.utf8.count <= 254
+            && !email.contains(where: { $0.isWhitespace })
+    }
+
+    func hashPassword(_ password: String, salt: [UInt8], iterations: Int) -> [UInt8] {
+        JOSECrypto.pbkdf2SHA256(password: Array(password.utf8), salt: salt, iterations: iterations)
+    }
+
+    /// `{"error","error_description"}` with a status.
+    static func error(_ status: Int, _ code: String, _ description: String) -> HTTPServerResponse {
+        .json(status, JOSEValue.object(["error": .string(code), "error_description": .string(description)]).jsonData)
+    }
+
+    /// 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3).
+    static func invalidToken(_ description: String) -> HTTPServerResponse {
+        var response = error(401, "invalid_token", description)
+        response.headers.set("WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(description)\"")
+        return response
+    }
+
+    /// The request's JSON object body, or the error response to send.
+    static func jsonBody(_ request: HTTPServerRequest) -> Result<JOSEObject, ResponseError> {
+        guard request.hasJSONBody else {
+            return .failure(ResponseError(error(415, "invalid_request", "Content-Type must be application/json")))
+        }
+        guard let value = try? JOSEValue.parse(request.body), let object = value.objectValue else {
+            return .failure(ResponseError(error(400, "invalid_request", "the body must be a JSON object")))
+        }
+        return .success(object)
+    }
+
+    /// An error response carried through `Result`.
+    struct ResponseError: Error {
+        let response: HTTPServerResponse
+        init(_ response: HTTPServerResponse) { self.response = response }
+    }
+
+    var now: Int64 { Int64(Date().timeIntervalSince1970) }
+}
+
+extension HTTPServer.Configuration {
+    func with(host: String, port: Int) -> HTTPServer.Configuration {
+        var copy = self
+        copy.host = host
+        copy.port = port
+        return copy
+    }
+}

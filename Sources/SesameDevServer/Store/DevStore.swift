@@ -1,0 +1,231 @@
+import Foundation
+import SesameJOSE
+
+/// The dev server's persistence: users, refresh-token families and signing keys in SQLite.
+///
+/// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
+final class DevStore: Sendable {
+    static let schemaVersion: Int64 = 1
+
+    let database: SQLiteDatabase
+
+    init(path: String) throws {
+        database = try SQLiteDatabase(path: path)
+        try migrate()
+    }
+
+    private func migrate() throws {
+        let version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
+        guard version < Self.schemaVersion else {
+            guard version == Self.schemaVersion else {
+                throw DevServerError(
+                    "the database schema is version \(version), newer than this server (\(Self.schemaVersion))")
+            }
+            return
+        }
+        try database.transaction {
+            try database.execute(
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    email TEXT UNIQUE,
+                    password_hash BLOB,
+                    password_salt BLOB,
+                    password_iterations INTEGER,
+                    apple_subject TEXT UNIQUE,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE refresh_families (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    created_at INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE refresh_tokens (
+                    hash BLOB PRIMARY KEY,
+                    family_id TEXT NOT NULL REFERENCES refresh_families(id),
+                    expires_at INTEGER NOT NULL,
+                    used INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    purpose TEXT NOT NULL,
+                    alg TEXT NOT NULL,
+                    jwk TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    active INTEGER NOT NULL
+                );
+                PRAGMA user_version = 1;
+                """)
+        }
+    }
+
+    // MARK: Users
+
+    struct User: Sendable {
+        let id: String
+        let email: String?
+    }
+
+    struct PasswordRecord: Sendable {
+        let user: User
+        let hash: [UInt8]
+        let salt: [UInt8]
+        let iterations: Int
+    }
+
+    /// Inserts a user; nil when the email is taken.
+    func createUser(email: String, passwordHash: [UInt8], salt: [UInt8], iterations: Int, now: Int64) throws -> User? {
+        let id = UUID().uuidString.lowercased()
+        return try database.transaction {
+            let taken = try database.query("SELECT 1 FROM users WHERE email = ?", [.text(email)])
+            guard taken.isEmpty else { return nil }
+            try database.query(
+                "INSERT INTO users (id, email, password_hash, password_salt, password_iterations, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [.text(id), .text(email), .blob(passwordHash), .blob(salt), .integer(Int64(iterations)), .integer(now)])
+            return User(id: id, email: email)
+        }
+    }
+
+    func passwordRecord(email: String) throws -> PasswordRecord? {
+        let rows = try database.query(
+            "SELECT id, email, password_hash, password_salt, password_iterations FROM users WHERE email = ?",
+            [.text(email)])
+        guard let row = rows.first, let id = row[0].text, let hash = row[2].blob, let salt = row[3].blob,
+            let iterations = row[4].integer
+        else { return nil }
+        return PasswordRecord(
+            user: User(id: id, email: row[1].text), hash: hash, salt: salt, iterations: Int(iterations))
+    }
+
+    func user(id: String) throws -> User? {
+        guard let row = try database.query("SELECT id, email FROM users WHERE id = ?", [.text(id)]).first,
+            let id = row[0].text
+        else { return nil }
+        return User(id: id, email: row[1].text)
+    }
+
+    /// The user for a Sign in with Apple subject, created on first sign-in.
+    func appleUser(subject: String, email: String?, now: Int64) throws -> User {
+        try database.transaction {
+            if let row = try database.query("SELECT id, email FROM users WHERE apple_subject = ?", [.text(subject)])
+                .first,
+                let id = row[0].text
+            {
+                return User(id: id, email: row[1].text)
+            }
+            // An Apple sign-in with the email of an existing password account links to it.
+            if let email, let row = try database.query("SELECT id FROM users WHERE email = ?", [.text(email)]).first,
+                let id = row[0].text
+            {
+                try database.query("UPDATE users SET apple_subject = ? WHERE id = ?", [.text(subject), .text(id)])
+                return User(id: id, email: email)
+            }
+            let id = UUID().uuidString.lowercased()
+            try database.query(
+                "INSERT INTO users (id, email, apple_subject, created_at) VALUES (?, ?, ?, ?)",
+                [.text(id), email.map(SQLiteValue.text) ?? .null, .text(subject), .integer(now)])
+            return User(id: id, email: email)
+        }
+    }
+
+    // MARK: Refresh tokens
+
+    enum RefreshOutcome: Sendable {
+        case rotated(User, newToken: String)
+        case unknown
+        case expired
+        case revoked
+        /// A rotated token came back: its whole family is now revoked.
+        case reused
+    }
+
+    static func hash(_ token: String) -> [UInt8] { JOSECrypto.sha256(Array(token.utf8)) }
+
+    static func newRefreshToken() -> String { Base64URL.encode(JOSECrypto.randomBytes(32)) }
+
+    /// Starts a new family for a fresh sign-in and returns its first refresh token.
+    func issueRefreshToken(userID: String, ttl: Int64, now: Int64) throws -> String {
+        let family = UUID().uuidString.lowercased()
+        let token = Self.newRefreshToken()
+        try database.transaction {
+            try database.query(
+                "INSERT INTO refresh_families (id, user_id, created_at) VALUES (?, ?, ?)",
+                [.text(family), .text(userID), .integer(now)])
+            try database.query(
+                "INSERT INTO refresh_tokens (hash, family_id, expires_at) VALUES (?, ?, ?)",
+                [.blob(Self.hash(token)), .text(family), .integer(now + ttl)])
+        }
+        return token
+    }
+
+    /// Rotates a refresh token: the presented one is spent, a new one in the same family is returned.
+    ///
+    /// A spent
+    /// token presented again revokes the family (RFC 9700 §4.14.2).
+    func rotate(_ token: String, ttl: Int64, now: Int64) throws -> RefreshOutcome {
+        try database.transaction {
+            let rows = try database.query(
+                """
+                SELECT t.family_id, t.expires_at, t.used, f.revoked, f.user_id
+                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?
+                """, [.blob(Self.hash(token))])
+            guard let row = rows.first, let family = row[0].text, let expiresAt = row[1].integer,
+                let used = row[2].integer, let revoked = row[3].integer, let userID = row[4].text
+            else { return .unknown }
+            if revoked != 0 { return .revoked }
+            if used != 0 {
+                try database.query("UPDATE refresh_families SET revoked = 1 WHERE id = ?", [.text(family)])
+                return .reused
+            }
+            if expiresAt <= now { return .expired }
+            guard let user = try user(id: userID) else { return .unknown }
+            try database.query("UPDATE refresh_tokens SET used = 1 WHERE hash = ?", [.blob(Self.hash(token))])
+            let next = Self.newRefreshToken()
+            try database.query(
+                "INSERT INTO refresh_tokens (hash, family_id, expires_at) VALUES (?, ?, ?)",
+                [.blob(Self.hash(next)), .text(family), .integer(now + ttl)])
+            return .rotated(user, newToken: next)
+        }
+    }
+
+    /// Revokes the family of `token` if it belongs to `userID`.
+    func revokeFamily(of token: String, userID: String) throws {
+        try database.query(
+            """
+            UPDATE refresh_families SET revoked = 1
+            WHERE user_id = ? AND id = (SELECT family_id FROM refresh_tokens WHERE hash = ?)
+            """, [.text(userID), .blob(Self.hash(token))])
+    }
+
+    // MARK: Signing keys
+
+    /// The active key for `purpose`, generated (and stored) when there is none of `algorithm`.
+    func signingKey(purpose: String, algorithm: JWSAlgorithm, now: Int64) throws -> JWK {
+        try database.transaction {
+            let rows = try database.query(
+                "SELECT jwk FROM signing_keys WHERE purpose = ? AND alg = ? AND active = 1",
+                [.text(purpose), .text(algorithm.name)])
+            if let json = rows.first?.first?.text {
+                return try JWK(json: json, allowSymmetric: false)
+            }
+            let key = try JWK.generate(for: algorithm)
+            try database.query("UPDATE signing_keys SET active = 0 WHERE purpose = ?", [.text(purpose)])
+            try database.query(
+                "INSERT INTO signing_keys (kid, purpose, alg, jwk, created_at, active) VALUES (?, ?, ?, ?, ?, 1)",
+                [
+                    .text(key.keyID ?? key.thumbprint), .text(purpose), .text(algorithm.name),
+                    .text(key.jsonValue(includingPrivate: true).jsonString), .integer(now),
+                ])
+            return key
+        }
+    }
+
+    /// Every key ever used for `purpose` (public halves), so tokens signed before a rotation still verify.
+    func publicKeys(purpose: String) throws -> [JWK] {
+        try database.query("SELECT jwk FROM signing_keys WHERE purpose = ? ORDER BY created_at", [.text(purpose)])
+            .compactMap { $0.first?.text }
+            .map { try JWK(json: $0).publicKey() }
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+
+#if canImport(CSQLite)
+    import CSQLite
+    private let transient = csesame_sqlite_transient()
+#elseif canImport(SQLite3)
+    import SQLite3
+    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+#endif
+
+/// A value in or out of SQLite.
+enum SQLiteValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    var integer: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+    var text: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+    var blob: [UInt8]? {
+        if case .blob(let value) = self { return value }
+        return nil
+    }
+}
+
+/// One SQLite connection, used from many threads one at a time (every call takes the lock), with prepared
+/// statements cached by their SQL.
+final class SQLiteDatabase: @unchecked Sendable {
+    // All access to `handle` and `statements` happens inside `lock`.
+    private let lock = NSRecursiveLock()
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory database.
+    init(path: String) throws {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw DevServerError("cannot open the database \(path): \(message)")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5000)
+        if path != ":memory:" {
+            try execute("PRAGMA journal_mode = WAL")
+            try execute("PRAGMA synchronous = NORMAL")
+            chmod(path, 0o600)
+        }
+        try execute("PRAGMA foreign_keys = ON")
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(handle)
+    }
+
+    private func error(_ what: String) -> DevServerError {
+        DevServerError("\(what): \(String(cString: sqlite3_errmsg(handle)))")
+    }
+
+    /// Runs SQL without results (several statements allowed).
+    func execute(_ sql: String) throws {
+        try withLock {
+            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw error("SQL failed") }
+        }
+    }
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        try withLock {
+            let statement = try prepared(sql)
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            for (index, parameter) in parameters.enumerated() {
+                try bind(parameter, at: Int32(index + 1), in: statement)
+            }
+            var rows: [[SQLiteValue]] = []
+            while true {
+                let status = sqlite3_step(statement)
+                if status == SQLITE_DONE { break }
+                guard status == SQLITE_ROW else { throw error("SQL step failed") }
+                rows.append((0..<sqlite3_column_count(statement)).map { column(statement, $0) })
+            }
+            return rows
+        }
+    }
+
+    /// The number of rows the last statement changed.
+    var changes: Int { withLock { Int(sqlite3_changes(handle)) } }
+
+    /// Runs `body` in an immediate transaction, committing if it returns and rolling back if it throws.
+    func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try withLock {
+            try execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body()
+                try execute("COMMIT")
+                return result
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    private func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw error("SQL prepare failed")
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ value: SQLiteValue, at index: Int32, in statement: OpaquePointer) throws {
+        let status: Int32
+        switch value {
+        case .null: status = sqlite3_bind_null(statement, index)
+        case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
+        case .real(let value): status = sqlite3_bind_double(statement, index, value)
+        case .text(let value): status = sqlite3_bind_text(statement, index, value, -1, transient)
+        case .blob(let value):
+            status = value.withUnsafeBytes {
+                sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient)
+            }
+        }
+        guard status == SQLITE_OK else { throw error("SQL bind failed") }
+    }
+
+    private func column(_ statement: OpaquePointer, _ index: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(statement, index) else { return .null }
+            return .text(String(cString: text))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            guard count > 0, let pointer = sqlite3_column_blob(statement, index) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
+        default:
+            return .null
+        }
+    }
+}
+
+/// An error starting or configuring the development server.
+public struct DevServerError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public let description: String
+
+    /// Creates an error.
+    public init(_ description: String) { self.description = description }
+}
