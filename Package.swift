@@ -71,9 +71,20 @@ let package = Package(
             exclude: ["Vectors"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "SesameTestSupport",
+            dependencies: ["SesameJOSE"],
+            path: "Tests/SesameTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SesameDevServerTests",
+            dependencies: ["SesameDevServer", "SesameJOSE", "SesameLoopback", "SesameTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SesameLoopbackTests",
-            dependencies: ["SesameLoopback"],
+            dependencies: ["SesameLoopback", "SesameTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -146,6 +146,12 @@ public final class DevServer: Sendable {
     /// The issuer URL (after ``start()``).
     public var issuer: URL? { URL(string: state.withLock { $0.issuer }) }
 
+    /// Where the server can be reached (after ``start()``): `http://HOST:PORT`, whatever the issuer says.
+    public var localURL: URL? {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return URL(string: "http://\(host):\(port)")
+    }
+
     /// The bound port (after ``start()``).
     public var port: Int { http.withLock { $0?.port ?? 0 } }
 

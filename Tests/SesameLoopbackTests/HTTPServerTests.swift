@@ -1,5 +1,6 @@
 import Foundation
 import SesameLoopback
+import SesameTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

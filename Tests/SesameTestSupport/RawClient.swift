@@ -7,10 +7,10 @@ import Foundation
 #endif
 
 /// A raw TCP client for tests that need to send what URLSession never would.
-final class RawClient {
-    let fd: Int32
+package final class RawClient {
+    package let fd: Int32
 
-    init(port: Int, host: String = "127.0.0.1") throws {
+    package init(port: Int, host: String = "127.0.0.1") throws {
         #if canImport(Glibc)
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -32,9 +32,9 @@ final class RawClient {
 
     deinit { close(fd) }
 
-    func send(_ text: String) { send(Array(text.utf8)) }
+    package func send(_ text: String) { send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) {
+    package func send(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { buffer in
             #if canImport(Glibc)
                 Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
@@ -45,7 +45,7 @@ final class RawClient {
     }
 
     /// Reads until the server closes the connection (or 5 s pass).
-    func readToEnd() -> String {
+    package func readToEnd() -> String {
         var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -57,7 +57,7 @@ final class RawClient {
     }
 
     /// Reads until `count` complete responses (by `HTTP/1.1 ` status lines and Content-Length) have arrived.
-    func readResponses(_ count: Int) -> [String] {
+    package func readResponses(_ count: Int) -> [String] {
         var text = ""
         var chunk = [UInt8](repeating: 0, count: 65536)
         while Self.split(text).count < count {
@@ -68,7 +68,7 @@ final class RawClient {
         return Self.split(text)
     }
 
-    static func split(_ text: String) -> [String] {
+    package static func split(_ text: String) -> [String] {
         var responses: [String] = []
         var rest = Substring(text)
         while let headEnd = rest.range(of: "\r\n\r\n") {
@@ -86,4 +86,4 @@ final class RawClient {
     }
 }
 
-enum RawClientError: Error { case connect }
+package enum RawClientError: Error { case connect }

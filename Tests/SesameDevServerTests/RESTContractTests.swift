@@ -1,0 +1,242 @@
+import Foundation
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import Testing
+
+/// A dev server on an ephemeral loopback port for one test.
+struct RunningServer {
+    let server: DevServer
+    let client: HTTPTestClient
+    let logLines: LogLines
+
+    init(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws {
+        var configuration = DevServer.Configuration()
+        configuration.passwordIterations = 1000  // fast tests; the default is 100,000
+        let lines = LogLines()
+        configuration.log = { lines.append($0) }
+        configure(&configuration)
+        server = try DevServer(configuration: configuration)
+        try server.start()
+        client = HTTPTestClient(base: try #require(server.localURL))
+        logLines = lines
+    }
+
+    func register(_ email: String, _ password: String = "correct-horse") async throws -> HTTPTestClient.Response {
+        try await client.send("POST", "/register", json: ["email": .string(email), "password": .string(password)])
+    }
+
+    func login(_ email: String, _ password: String = "correct-horse") async throws -> HTTPTestClient.Response {
+        try await client.send("POST", "/login", json: ["email": .string(email), "password": .string(password)])
+    }
+
+    func refresh(_ token: String) async throws -> HTTPTestClient.Response {
+        try await client.send("POST", "/refresh-token", json: ["refreshToken": .string(token)])
+    }
+
+    func counters() async throws -> JOSEValue {
+        try #require(try await client.send("GET", "/_dev/counters").json)
+    }
+}
+
+/// Collects log lines from the server's threads.
+final class LogLines: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) {
+        lock.lock()
+        lines.append(line)
+        lock.unlock()
+    }
+
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines
+    }
+}
+
+@Suite struct RESTContractTests {
+    @Test("POST /register: 201 AuthResponse; 409 email_taken; 400 invalid_request for bad input")
+    func register() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let created = try await running.register("  Alice@Example.COM ")
+        #expect(created.status == 201)
+        let body = try #require(created.json)
+        #expect(body["tokenType"] == "Bearer" && body["expiresIn"] == 900)
+        #expect(body["accessToken"]?.stringValue?.split(separator: ".").count == 3)
+        #expect((body["refreshToken"]?.stringValue?.count ?? 0) >= 43)
+        #expect(body["user"]?["email"] == "alice@example.com" && body["user"]?["id"]?.stringValue != nil)
+
+        #expect(try await running.register("alice@example.com").error == "email_taken")
+        #expect(try await running.register("alice@example.com").status == 409)
+        for (email, password) in [
+            ("not-an-email", "correct-horse"), ("bob@example.com", "short"), ("", "correct-horse"),
+        ] {
+            let response = try await running.register(email, password)
+            #expect(response.status == 400 && response.error == "invalid_request", "\(email)")
+            #expect(response.json?["error_description"]?.stringValue?.isEmpty == false)
+        }
+    }
+
+    @Test("Bad bodies: invalid JSON, duplicate members, wrong content type, missing or mistyped fields")
+    func badBodies() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let client = running.client
+        let cases: [(Data, String?, Int)] = [
+            (Data("{not json".utf8), "application/json", 400),
+            (Data(#"{"email":"a@b","email":"c@d","password":"x"}"#.utf8), "application/json", 400),
+            (Data(#"{"email":"a@b.c","password":"correct-horse"}"#.utf8), "text/plain", 415),
+            (Data(#"{"email":"a@b.c","password":"correct-horse"}"#.utf8), nil, 415),
+            (Data("[]".utf8), "application/json", 400),
+            (Data(#"{"email":"a@b.c"}"#.utf8), "application/json", 400),
+            (Data(#"{"email":1,"password":2}"#.utf8), "application/json", 400),
+        ]
+        for path in ["/register", "/login", "/refresh-token", "/auth/apple"] {
+            for (body, type, status) in cases {
+                let response = try await client.send("POST", path, body: body, contentType: type)
+                #expect(response.status == status, "\(path) \(String(decoding: body, as: UTF8.self)) \(type ?? "-")")
+                #expect(response.error == "invalid_request")
+            }
+        }
+        #expect(try await client.send("GET", "/register").status == 405)
+        #expect(try await client.send("GET", "/nope").status == 404)
+    }
+
+    @Test("POST /login: 200 with the right password, 401 invalid_credentials otherwise (unknown email included)")
+    func login() async throws {
+        let running = try RunningServer { $0.users = [(email: "bob@example.com", password: "correct-horse")] }
+        defer { running.server.stop() }
+        #expect(try await running.login("BOB@example.com").status == 200)
+        let wrong = try await running.login("bob@example.com", "wrong-horse")
+        #expect(wrong.status == 401 && wrong.error == "invalid_credentials")
+        #expect(try await running.login("nobody@example.com").error == "invalid_credentials")
+    }
+
+    @Test("GET /me: 200 {id,email} with the access token; 401 with WWW-Authenticate otherwise; tokens expire")
+    func me() async throws {
+        let running = try RunningServer { $0.accessTokenTTL = 1 }
+        defer { running.server.stop() }
+        let body = try #require(try await running.register("carol@example.com").json)
+        let token = try #require(body["accessToken"]?.stringValue)
+        let me = try await running.client.send("GET", "/me", bearer: token)
+        #expect(me.status == 200 && me.json?["email"] == "carol@example.com" && me.json?["id"] == body["user"]?["id"])
+        for bearer in [nil, "garbage", token + "x", String(token.dropLast(4))] as [String?] {
+            let response = try await running.client.send("GET", "/me", bearer: bearer)
+            #expect(response.status == 401)
+            #expect(response.headers["www-authenticate"]?.hasPrefix("Bearer error=\"invalid_token\"") == true)
+        }
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await running.client.send("GET", "/me", bearer: token).status == 401)
+    }
+
+    @Test("POST /refresh-token rotates; reusing a rotated token returns invalid_grant and revokes the whole family")
+    func rotationAndReuse() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let first = try #require(try await running.register("dan@example.com").json?["refreshToken"]?.stringValue)
+        let rotated = try await running.refresh(first)
+        #expect(rotated.status == 200)
+        let second = try #require(rotated.json?["refreshToken"]?.stringValue)
+        #expect(second != first)
+        #expect(rotated.json?["accessToken"]?.stringValue != nil)
+
+        let reuse = try await running.refresh(first)
+        #expect(reuse.status == 401 && reuse.error == "invalid_grant")
+        // The family is revoked: the newest token is dead too.
+        #expect(try await running.refresh(second).error == "invalid_grant")
+        #expect(try await running.refresh("unknown-token").error == "invalid_grant")
+
+        let counters = try await running.counters()
+        #expect(counters["refreshes"] == 1 && counters["reuseDetections"] == 1)
+        #expect(counters["requests"]?["POST /refresh-token"] == 4)
+    }
+
+    @Test("Refresh tokens expire")
+    func refreshExpiry() async throws {
+        let running = try RunningServer { $0.refreshTokenTTL = 1 }
+        defer { running.server.stop() }
+        let token = try #require(try await running.register("erin@example.com").json?["refreshToken"]?.stringValue)
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await running.refresh(token).error == "invalid_grant")
+    }
+
+    @Test("POST /logout: 204 with an empty body; the session's refresh token is revoked; a bearer is required")
+    func logout() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let body = try #require(try await running.register("fay@example.com").json)
+        let access = try #require(body["accessToken"]?.stringValue)
+        let refresh = try #require(body["refreshToken"]?.stringValue)
+        let noBearer = try await running.client.send("POST", "/logout", json: ["refreshToken": .string(refresh)])
+        #expect(noBearer.status == 401)
+        let out = try await running.client.send(
+            "POST", "/logout", json: ["refreshToken": .string(refresh)], bearer: access)
+        #expect(out.status == 204 && out.body.isEmpty)
+        #expect(try await running.refresh(refresh).error == "invalid_grant")
+    }
+
+    @Test("GET /jwks publishes the access-token key, and the access token verifies against it as at+jwt")
+    func jwksVerifiesAccessTokens() async throws {
+        let running = try RunningServer { $0.signingAlgorithm = .eddsa }
+        defer { running.server.stop() }
+        let token = try #require(try await running.register("gus@example.com").json?["accessToken"]?.stringValue)
+        let jwks = try await running.client.send("GET", "/jwks")
+        let issuer = try #require(running.server.issuer?.absoluteString)
+        var policy = ClaimValidationPolicy(
+            issuer: issuer, audience: issuer, requiredClaims: ["exp", "iat", "sub", "jti"])
+        policy.acceptedTypes = ["at+jwt"]
+        let jwt = try JWTVerifier(keys: try JWKSet(json: jwks.body), policy: policy).verify(token, now: Date())
+        #expect(jwt.header.algorithm == .eddsa)
+    }
+
+    @Test("Restarting on the same database keeps users, sessions and the signing key")
+    func restartPersistence() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = try RunningServer {
+            $0.databasePath = path
+            $0.issuer = URL(string: "http://127.0.0.1:1/")
+        }
+        let body = try #require(try await first.register("hal@example.com").json)
+        first.server.stop()
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        let second = try RunningServer {
+            $0.databasePath = path
+            $0.issuer = URL(string: "http://127.0.0.1:1/")
+        }
+        defer { second.server.stop() }
+        #expect(try await second.login("hal@example.com").status == 200)
+        let access = try #require(body["accessToken"]?.stringValue)
+        #expect(try await second.client.send("GET", "/me", bearer: access).status == 200)
+        let refresh = try #require(body["refreshToken"]?.stringValue)
+        #expect(try await second.refresh(refresh).status == 200)
+    }
+
+    @Test("The log has one line per request and never a token or a password")
+    func logsHoldNoSecrets() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let password = "Secret-Password-123"
+        let body = try #require(try await running.register("ivy@example.com", password).json)
+        let firstRefresh = try #require(body["refreshToken"]?.stringValue)
+        let refreshed = try #require(try await running.refresh(firstRefresh).json)
+        _ = try await running.login("ivy@example.com", password)
+        _ = try await running.client.send("GET", "/me", bearer: refreshed["accessToken"]?.stringValue)
+        let lines = running.logLines.all
+        #expect(lines.count == 4)
+        #expect(lines.first?.hasPrefix("POST /register 201 ") == true)
+        let secrets = [
+            password, body["accessToken"]?.stringValue, body["refreshToken"]?.stringValue,
+            refreshed["refreshToken"]?.stringValue,
+        ].compactMap { $0 }
+        for line in lines { for secret in secrets { #expect(!line.contains(secret)) } }
+    }
+}
