@@ -59,7 +59,7 @@ let package = Package(
         .executableTarget(
             name: "sesame-bench",
             dependencies: [
-                "SesameJOSE",
+                "SesameJOSE", "SesameDevServer",
                 .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd])),
             ],
             path: "Benchmarks/sesame-bench",

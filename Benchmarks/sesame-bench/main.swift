@@ -2,6 +2,7 @@ import Foundation
 
 // sesame-bench: benchmarks that compare Sesame with a reference measured in the same run.
 //   sesame-bench jose     JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard library
+//   sesame-bench server   the dev server's GET /me and POST /refresh-token vs the JOSE verify ceiling
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "jose":
@@ -11,7 +12,15 @@ case "jose":
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)
     }
+case "server":
+    do {
+        try ServerBenchmark.run(
+            seconds: Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SECONDS"] ?? "") ?? 2.0)
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
 default:
-    FileHandle.standardError.write(Data("usage: sesame-bench jose\n".utf8))
+    FileHandle.standardError.write(Data("usage: sesame-bench jose | server\n".utf8))
     exit(2)
 }

@@ -158,7 +158,7 @@ public final class DevServer: Sendable {
     // MARK: Dispatch
 
     private func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
-        let known = router.paths.contains(request.path)
+        let known = router.hasRoute(request.path)
         let isDev = request.path.hasPrefix("/_dev/")
         if !isDev {
             let route = known ? "\(request.method) \(request.path)" : "other"
@@ -217,16 +217,21 @@ public final class DevServer: Sendable {
         JOSECrypto.pbkdf2SHA256(password: Array(password.utf8), salt: salt, iterations: iterations)
     }
 
-    /// `{"error","error_description"}` with a status.
+    /// `{"error","error_description"}` with a status; every 401 also carries the RFC 6750 challenge
+    /// `WWW-Authenticate: Bearer error="invalid_token"` (a 401 must have a challenge, RFC 9110 §15.5.2).
     static func error(_ status: Int, _ code: String, _ description: String) -> HTTPServerResponse {
-        .json(status, JOSEValue.object(["error": .string(code), "error_description": .string(description)]).jsonData)
+        var response = HTTPServerResponse.json(
+            status, JOSEValue.object(["error": .string(code), "error_description": .string(description)]).jsonData)
+        if status == 401 {
+            response.headers.set(
+                "WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(description)\"")
+        }
+        return response
     }
 
     /// 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3).
     static func invalidToken(_ description: String) -> HTTPServerResponse {
-        var response = error(401, "invalid_token", description)
-        response.headers.set("WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(description)\"")
-        return response
+        error(401, "invalid_token", description)
     }
 
     /// The request's JSON object body, or the error response to send.

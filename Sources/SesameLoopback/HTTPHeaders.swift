@@ -52,6 +52,22 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 }
 
 extension String {
+    /// Whether `needle` (ASCII) occurs in the string, ignoring ASCII case.
+    package func containsCaseInsensitive(_ needle: String) -> Bool {
+        let haystack = Array(utf8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        let pattern = Array(needle.utf8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        guard pattern.count <= haystack.count else { return false }
+        return (0...(haystack.count - pattern.count)).contains { start in
+            haystack[start..<(start + pattern.count)].elementsEqual(pattern)
+        }
+    }
+
+    /// Whether the string starts with `prefix` (ASCII), ignoring ASCII case.
+    package func hasPrefixCaseInsensitive(_ prefix: String) -> Bool {
+        utf8.count >= prefix.utf8.count
+            && String(decoding: utf8.prefix(prefix.utf8.count), as: UTF8.self).caseInsensitiveEquals(prefix)
+    }
+
     /// ASCII case-insensitive equality, as header names and auth schemes need.
     package func caseInsensitiveEquals(_ other: String) -> Bool {
         utf8.count == other.utf8.count

@@ -42,7 +42,7 @@ struct HTTPRequestParser {
         if !headers.values("Transfer-Encoding").isEmpty {
             return .failure(status: 411, message: "chunked request bodies are not supported; send Content-Length")
         }
-        let lengths = Set(headers.values("Content-Length").map { $0.trimmingCharacters(in: .whitespaces) })
+        let lengths = Set(headers.values("Content-Length"))
         var length = 0
         if let text = lengths.first {
             guard lengths.count == 1, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
@@ -57,8 +57,10 @@ struct HTTPRequestParser {
         let bodyStart = headEnd + 4
         guard buffer.count - bodyStart >= length else { return .needMore }
         let body = Data(buffer[bodyStart..<(bodyStart + length)])
-        let connection = headers["Connection"]?.lowercased() ?? ""
-        let keepAlive = version == "HTTP/1.1" ? !connection.contains("close") : connection.contains("keep-alive")
+        let connection = headers["Connection"] ?? ""
+        let keepAlive =
+            version == "HTTP/1.1"
+            ? !connection.containsCaseInsensitive("close") : connection.containsCaseInsensitive("keep-alive")
         return .request(
             HTTPServerRequest(method: method, target: target, headers: headers, body: body),
             keepAlive: keepAlive,
@@ -121,9 +123,10 @@ struct HTTPRequestParser {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return nil }
         let name = line[line.startIndex..<colon]
         guard name.allSatisfy(isTokenCharacter) else { return nil }
-        let value = line[(colon + 1)...]
+        var value = line[(colon + 1)...]
         guard value.allSatisfy({ $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }) else { return nil }
-        let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
-        return (String(decoding: name, as: UTF8.self), text)
+        while let first = value.first, first == 0x20 || first == 0x09 { value.removeFirst() }
+        while let last = value.last, last == 0x20 || last == 0x09 { value.removeLast() }
+        return (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
 }

@@ -16,6 +16,9 @@ public struct HTTPRouter: Sendable {
     /// The paths with at least one route.
     public var paths: [String] { routes.keys.sorted() }
 
+    /// Whether `path` has a route.
+    public func hasRoute(_ path: String) -> Bool { routes[path] != nil }
+
     /// Answers `request` with the matching route, 404 or 405.
     public func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         guard let methods = routes[request.path] else { return .text(404, "not found\n") }

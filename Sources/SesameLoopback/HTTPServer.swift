@@ -191,15 +191,29 @@ public final class HTTPServer: @unchecked Sendable {
             maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        // Responses to pipelined requests are gathered and written together when the buffer runs dry.
+        var output: [UInt8] = []
         while true {
             switch HTTPRequestParser.parse(buffer, limits: limits) {
             case .request(let request, let keepAlive, let consumed):
                 buffer.removeFirst(consumed)
-                guard respond(to: request, on: fd, keepAlive: keepAlive) else { return }
+                guard respond(to: request, keepAlive: keepAlive, into: &output, fd: fd) else {
+                    _ = Socket.write(fd, output)
+                    return
+                }
+                if buffer.isEmpty || output.count > 64 * 1024 {
+                    guard Socket.write(fd, output) else { return }
+                    output.removeAll(keepingCapacity: true)
+                }
             case .failure(let status, let message):
+                _ = Socket.write(fd, output)
                 fail(fd, status: status, message: message)
                 return
             case .needMore:
+                if !output.isEmpty {
+                    guard Socket.write(fd, output) else { return }
+                    output.removeAll(keepingCapacity: true)
+                }
                 let stopping = state.withLock { state -> Bool in
                     state.connections[fd] = false
                     return state.stopping
@@ -219,8 +233,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Answers one request; false when the connection must close.
-    private func respond(to request: HTTPServerRequest, on fd: Int32, keepAlive: Bool) -> Bool {
+    /// Answers one request into `output`; false when the connection must close after writing it.
+    private func respond(to request: HTTPServerRequest, keepAlive: Bool, into output: inout [UInt8], fd: Int32) -> Bool
+    {
         state.withLock { $0.connections[fd] = true }
         let start = DispatchTime.now()
         let response = handler(request)
@@ -230,9 +245,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let stopping = state.withLock { $0.stopping }
         let staysOpen = keepAlive && !response.closesConnection && !stopping
-        let written = Socket.write(fd, response.serialized(keepAlive: staysOpen))
+        output.append(contentsOf: response.serialized(keepAlive: staysOpen))
         report(request.method, request.path, response.status, start)
-        return written && staysOpen
+        return staysOpen
     }
 
     private func fail(_ fd: Int32, status: Int, message: String) {

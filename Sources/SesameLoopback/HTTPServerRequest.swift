@@ -35,23 +35,23 @@ public struct HTTPServerRequest: Sendable {
 
     /// The body's form parameters, when the content type is `application/x-www-form-urlencoded`.
     public var formParameters: [String: String]? {
-        guard let type = headers["Content-Type"], type.lowercased().hasPrefix("application/x-www-form-urlencoded")
+        guard let type = headers["Content-Type"], type.hasPrefixCaseInsensitive("application/x-www-form-urlencoded")
         else { return nil }
         return FormEncoding.decode(String(decoding: body, as: UTF8.self))
     }
 
     /// Whether the content type is JSON (`application/json`, with or without parameters).
     public var hasJSONBody: Bool {
-        guard let type = headers["Content-Type"]?.lowercased() else { return false }
-        return type == "application/json" || type.hasPrefix("application/json;")
+        guard let type = headers["Content-Type"] else { return false }
+        return type.caseInsensitiveEquals("application/json") || type.hasPrefixCaseInsensitive("application/json;")
     }
 
     /// The credentials of an `Authorization` header with the given scheme (compared case-insensitively).
     public func authorization(scheme: String) -> String? {
         guard let value = headers["Authorization"], let space = value.firstIndex(of: " ") else { return nil }
         guard String(value[..<space]).caseInsensitiveEquals(scheme) else { return nil }
-        let credentials = value[value.index(after: space)...].trimmingCharacters(in: .whitespaces)
-        return credentials.isEmpty ? nil : credentials
+        let credentials = value[value.index(after: space)...].drop { $0 == " " }
+        return credentials.isEmpty || credentials.utf8.contains(UInt8(ascii: " ")) ? nil : String(credentials)
     }
 }
 

@@ -114,6 +114,7 @@ final class LogLines: @unchecked Sendable {
         #expect(try await running.login("BOB@example.com").status == 200)
         let wrong = try await running.login("bob@example.com", "wrong-horse")
         #expect(wrong.status == 401 && wrong.error == "invalid_credentials")
+        #expect(wrong.headers["www-authenticate"]?.hasPrefix("Bearer error=\"invalid_token\"") == true)
         #expect(try await running.login("nobody@example.com").error == "invalid_credentials")
     }
 
