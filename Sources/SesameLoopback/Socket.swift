@@ -20,7 +20,18 @@ private func posixListen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, ba
 /// Thin wrappers over the POSIX socket calls the server needs, with errors as `LoopbackError`.
 enum Socket {
     /// Creates listening sockets for every address `host` resolves to, all on one port (`port` 0 picks one).
+    ///
+    /// `localhost` means both loopback addresses whatever the resolver says (RFC 8252 §7.3, §8.3).
     static func listen(host: String, port: Int, backlog: Int32) throws -> (descriptors: [Int32], port: Int) {
+        guard host.lowercased() == "localhost" else { return try listen(resolving: host, port: port, backlog: backlog) }
+        let first = try listen(resolving: "127.0.0.1", port: port, backlog: backlog)
+        guard let second = try? listen(resolving: "::1", port: first.port, backlog: backlog) else { return first }
+        return (first.descriptors + second.descriptors, first.port)
+    }
+
+    private static func listen(resolving host: String, port: Int, backlog: Int32) throws -> (
+        descriptors: [Int32], port: Int
+    ) {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC

@@ -26,7 +26,7 @@ enum CLI {
         USAGE: sesame <command> [options]
 
         COMMANDS:
-          demo                      a narrated run of what Sesame does (no network needed)
+          demo                      a narrated run of what Sesame does, on an embedded dev server (loopback only)
           serve [options]           the local development identity server (sesame serve --help)
           jwt decode [TOKEN|-]      print a JWT's header and claims as JSON, without verifying it
           jwt verify --jwks FILE|URL [--iss ISS] [--aud AUD] [--nonce N] [--leeway S] [--now UNIX]
@@ -70,7 +70,7 @@ enum CLI {
         let rest = Array(arguments.dropFirst())
         switch command {
         case "help", "--help", "-h": print(usage)
-        case "demo": try DemoCommand.run(try ParsedArguments(rest, options: [], flags: []))
+        case "demo": try await DemoCommand.run(try ParsedArguments(rest, options: [], flags: []))
         case "serve":
             try await ServeCommand.run(
                 try ParsedArguments(rest, options: ServeCommand.options, flags: ["--no-dev-endpoints", "--help"]))

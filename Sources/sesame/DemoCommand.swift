@@ -3,7 +3,7 @@ import SesameJOSE
 
 /// `sesame demo`: a narrated run that shows what Sesame checks, and fails (exit 1) if any check misbehaves.
 enum DemoCommand {
-    static func run(_ arguments: ParsedArguments) throws {
+    static func run(_ arguments: ParsedArguments) async throws {
         guard arguments.positionals.isEmpty else { throw CLIError.usage("demo takes no arguments") }
         var failures = 0
         func step(_ text: String) { print("\n▸ \(text)") }
@@ -20,8 +20,7 @@ enum DemoCommand {
             }
         }
 
-        print("Sesame demo — signing and verifying tokens the way an identity provider and an app do.")
-        print("(The embedded development identity server joins this demo with `sesame serve`.)")
+        print("Sesame demo — tokens signed and verified, then a session against the embedded development server.")
 
         step("The provider generates an ES256 signing key and publishes its public half as a JWKS")
         let key = try JWK.generate(for: .es256)
@@ -81,6 +80,7 @@ enum DemoCommand {
             _ = try JWTVerifier(keys: jwks, policy: replay).verify(token, now: now)
         }
 
+        failures += try await DemoServerPart.run()
         if failures > 0 {
             throw CLIError(status: .failure, code: "demo_failed", message: "\(failures) check(s) did not behave")
         }

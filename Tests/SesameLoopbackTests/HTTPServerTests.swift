@@ -50,6 +50,24 @@ import Testing
         #expect((emptyResponse as? HTTPURLResponse)?.statusCode == 204 && empty.isEmpty)
     }
 
+    @Test("Host localhost binds 127.0.0.1 and ::1 on one port; ::1 alone binds IPv6 only")
+    func ipv6() throws {
+        let both = try Self.makeServer { $0.host = "localhost" }
+        defer { both.stop() }
+        // (FoundationNetworking's URLSession rejects IPv6 literal hosts, so these use raw sockets.)
+        for host in ["127.0.0.1", "::1"] {
+            let client = try RawClient(port: both.port, host: host)
+            client.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(client.readToEnd().hasSuffix("hello world"), "\(host)")
+        }
+        let v6 = try Self.makeServer { $0.host = "::1" }
+        defer { v6.stop() }
+        let client = try RawClient(port: v6.port, host: "::1")
+        client.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(client.readToEnd().hasSuffix("hello world"))
+        #expect(throws: (any Error).self) { try RawClient(port: v6.port) }  // nothing on 127.0.0.1
+    }
+
     @Test("Port 0 picks a free port; a second server cannot take it; stop releases it")
     func portLifecycle() throws {
         let server = try Self.makeServer()

@@ -11,21 +11,38 @@ package final class RawClient {
     package let fd: Int32
 
     package init(port: Int, host: String = "127.0.0.1") throws {
+        let family = host.contains(":") ? AF_INET6 : AF_INET
         #if canImport(Glibc)
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         #else
-            fd = socket(AF_INET, SOCK_STREAM, 0)
+            fd = socket(family, SOCK_STREAM, 0)
         #endif
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr(host)
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        let status: Int32
+        if family == AF_INET6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET6, host, &address.sin6_addr)
+            status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr(host)
+            status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
-        guard status == 0 else { throw RawClientError.connect }
+        guard status == 0 else {
+            close(fd)
+            throw RawClientError.connect
+        }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
