@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "SesameJOSE", targets: ["SesameJOSE"]),
+        .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameLoopback", targets: ["SesameLoopback"]),
         .library(name: "SesameDevServer", targets: ["SesameDevServer"]),
         .executable(name: "sesame", targets: ["sesame"]),
@@ -31,6 +32,11 @@ let package = Package(
             dependencies: [
                 .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd]))
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Sesame",
+            dependencies: ["SesameJOSE"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -75,6 +81,16 @@ let package = Package(
             name: "SesameTestSupport",
             dependencies: ["SesameJOSE"],
             path: "Tests/SesameTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SesameTests",
+            dependencies: ["Sesame", "SesameJOSE"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SesameIntegrationTests",
+            dependencies: ["Sesame", "SesameDevServer", "SesameJOSE", "SesameTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

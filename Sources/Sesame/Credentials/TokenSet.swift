@@ -1,0 +1,86 @@
+public import Foundation
+import SesameJOSE
+
+/// The credentials of one signed-in identity.
+///
+/// `Codable` for storage. Its `description` and `debugDescription` never show a token: print it, log it, put it
+/// in an error — only the shape and expiry appear.
+public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// Who the tokens belong to.
+    public struct User: Sendable, Codable, Hashable {
+        /// The stable user identifier (REST `user.id`, OIDC `sub`).
+        public var id: String
+        /// The email address, when known.
+        public var email: String?
+
+        /// Creates a user.
+        public init(id: String, email: String? = nil) {
+            self.id = id
+            self.email = email
+        }
+    }
+
+    /// The access token.
+    ///
+    /// RFC 6749 §5.1 `access_token`; REST `accessToken`.
+    public var accessToken: String
+    /// `Bearer` or `DPoP` (compared case-insensitively).
+    ///
+    /// RFC 6749 §5.1 `token_type`.
+    public var tokenType: String
+    /// The refresh token, when the server issued one.
+    public var refreshToken: String?
+    /// The OIDC ID token, when there is one.
+    public var idToken: String?
+    /// When the access token expires: from `expires_in` at receipt, else the JWT's `exp`, else unknown (nil).
+    public var expiresAt: Date?
+    /// The granted scope, space-separated.
+    public var scope: String?
+    /// The user.
+    public var user: User?
+
+    /// Creates a token set.
+    public init(
+        accessToken: String,
+        tokenType: String = "Bearer",
+        refreshToken: String? = nil,
+        idToken: String? = nil,
+        expiresAt: Date? = nil,
+        scope: String? = nil,
+        user: User? = nil
+    ) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.expiresAt = expiresAt
+        self.scope = scope
+        self.user = user
+    }
+
+    /// The expiry to assume for a freshly received access token: `expires_in` seconds after `receivedAt`; else
+    /// the token's own `exp` when it is a JWT (read for scheduling only, never trusted for access decisions);
+    /// else nil (unknown: rely on a 401).
+    public static func expiry(expiresIn: Double?, accessToken: String, receivedAt: Date) -> Date? {
+        if let expiresIn, expiresIn > 0 { return receivedAt.addingTimeInterval(expiresIn) }
+        return (try? JWT.unverifiedClaims(of: accessToken))?.expiresAt
+    }
+
+    /// Whether the access token expires within `leeway` of `now` (false when the expiry is unknown).
+    public func needsRefresh(at now: Date, leeway: TimeInterval = 60) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt.timeIntervalSince(now) <= leeway
+    }
+
+    /// Shape and expiry only; never a token.
+    public var description: String {
+        var parts = ["type: \(tokenType)", "refresh token: \(refreshToken == nil ? "no" : "yes")"]
+        if idToken != nil { parts.append("ID token: yes") }
+        if let expiresAt { parts.append("expires: \(ISO8601DateFormatter().string(from: expiresAt))") }
+        if let user { parts.append("user: \(user.id)") }
+        return "TokenSet(\(parts.joined(separator: ", ")))"
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+}

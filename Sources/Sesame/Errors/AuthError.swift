@@ -1,0 +1,83 @@
+public import Foundation
+
+/// The one error type that `Sesame` throws (besides `CancellationError`).
+///
+/// Codes are open constants grouped by what the caller should do: ``isTransient`` errors are worth retrying and
+/// never clear stored credentials; ``requiresReauthentication`` means the user must sign in again. The
+/// ``description`` never contains a token, password, code or verifier.
+public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// A stable, machine-readable code.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let rawValue: String
+        /// Creates a code.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
+        public var description: String { rawValue }
+
+        /// The server answered with an OAuth or REST error body (see ``AuthError/serverResponse``).
+        public static let server = Code(rawValue: "server")
+        /// No usable response: no network, timeout, connection dropped, or a 5xx / 429 without a usable body.
+        public static let transport = Code(rawValue: "transport")
+        /// A response arrived but is not what the contract says.
+        public static let invalidResponse = Code(rawValue: "invalid_response")
+        /// There are no credentials: the user is signed out.
+        public static let notSignedIn = Code(rawValue: "not_signed_in")
+        /// The refresh token was definitively rejected; the session is over and credentials were deleted.
+        public static let sessionExpired = Code(rawValue: "session_expired")
+        /// More refreshes than the budget allows happened in its window: a refresh loop was stopped.
+        public static let refreshBudgetExceeded = Code(rawValue: "refresh_budget_exceeded")
+        /// The token store cannot be used right now (device locked, keyring unavailable, I/O error).
+        ///
+        /// Try later.
+        public static let storeUnavailable = Code(rawValue: "store_unavailable")
+        /// The stored credentials are unreadable; the file was kept aside, not deleted.
+        public static let storeCorrupt = Code(rawValue: "store_corrupt")
+        /// The request was still unauthorized after one refresh and one retry.
+        public static let unauthorized = Code(rawValue: "unauthorized")
+        /// The response body could not be decoded as the requested type.
+        public static let decoding = Code(rawValue: "decoding")
+        /// The library was configured or called wrongly.
+        public static let configuration = Code(rawValue: "configuration")
+    }
+
+    /// The code.
+    public let code: Code
+    /// A human explanation without secrets.
+    public let message: String
+    /// The HTTP status, when a response arrived.
+    public let statusCode: Int?
+    /// The server's error body, when there was one.
+    public let serverResponse: OAuthErrorResponse?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverResponse: OAuthErrorResponse? = nil) {
+        self.code = code
+        self.message = message
+        self.statusCode = statusCode
+        self.serverResponse = serverResponse
+    }
+
+    /// Whether retrying later may succeed (network, 5xx, 429, store unavailable).
+    ///
+    /// Credentials are kept.
+    public var isTransient: Bool {
+        code == .transport || code == .storeUnavailable
+            || (code == .server && (statusCode.map { $0 >= 500 || $0 == 429 } ?? false))
+    }
+
+    /// Whether the user has to sign in again.
+    public var requiresReauthentication: Bool {
+        code == .sessionExpired || code == .notSignedIn || serverResponse?.error == .invalidGrant
+    }
+
+    /// `code: message`, with no secrets.
+    public var description: String {
+        var text = "\(code.rawValue): \(message)"
+        if let serverResponse { text += " (\(serverResponse.error.rawValue))" }
+        return text
+    }
+
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}
