@@ -59,7 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "sesame",
-            dependencies: ["SesameJOSE", "SesameLoopback", "SesameDevServer"],
+            dependencies: ["Sesame", "SesameJOSE", "SesameLoopback", "SesameDevServer"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

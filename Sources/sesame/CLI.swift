@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import SesameJOSE
 
 /// Exit codes, as DESIGN.md §4 fixes them for scripts that call `sesame`.
@@ -28,6 +29,13 @@ enum CLI {
         COMMANDS:
           demo                      a narrated run of what Sesame does, on an embedded dev server (loopback only)
           serve [options]           the local development identity server (sesame serve --help)
+          register --rest BASE_URL --email EMAIL   create an account and sign in (password on stdin or prompted)
+          login --rest BASE_URL --email EMAIL      sign in (password on stdin or prompted, never in arguments)
+          token [--force-refresh] [--json]         a valid access token on stdout, refreshed if needed
+          status [--json]                          who, which provider, expiry, scopes — never a token
+          request [-X METHOD] [-H 'Name: value']... [-d DATA] URL   an authorized request; the body to stdout
+          logout [--no-revoke]                     sign out (revokes the session on the server unless --no-revoke)
+            (session commands take --profile NAME and --store file|memory; files live in $SESAME_HOME)
           jwt decode [TOKEN|-]      print a JWT's header and claims as JSON, without verifying it
           jwt verify --jwks FILE|URL [--iss ISS] [--aud AUD] [--nonce N] [--leeway S] [--now UNIX]
                      [--alg ALG]... [--typ TYP]... [TOKEN|-]
@@ -55,6 +63,10 @@ enum CLI {
         } catch let error as JOSEError {
             printError(code: error.code.rawValue, message: error.message)
             return .failure
+        } catch let error as AuthError {
+            printError(code: error.serverResponse?.error.rawValue ?? error.code.rawValue, message: error.message)
+            if error.requiresReauthentication { return .notSignedIn }
+            return error.isTransient ? .transient : .failure
         } catch {
             printError(code: "failure", message: "\(error)")
             return .failure
@@ -90,6 +102,23 @@ enum CLI {
                     try ParsedArguments(subArguments, options: ["--key", "--alg", "--typ"], flags: []))
             default: throw CLIError.usage("unknown jwt command '\(sub)'")
             }
+        case "register", "login":
+            try await SessionCommands.signIn(
+                try ParsedArguments(
+                    rest, options: SessionCommands.globalOptions.union(["--rest", "--email"]), flags: []),
+                registering: command == "register")
+        case "token":
+            try await SessionCommands.token(
+                try ParsedArguments(rest, options: SessionCommands.globalOptions, flags: ["--force-refresh", "--json"]))
+        case "status":
+            try await SessionCommands.status(
+                try ParsedArguments(rest, options: SessionCommands.globalOptions, flags: ["--json"]))
+        case "request":
+            try await SessionCommands.request(
+                try ParsedArguments(rest, options: SessionCommands.globalOptions.union(["-X", "-H", "-d"]), flags: []))
+        case "logout":
+            try await SessionCommands.logout(
+                try ParsedArguments(rest, options: SessionCommands.globalOptions, flags: ["--no-revoke"]))
         case "jwk":
             let subArguments = Array(rest.dropFirst())
             switch rest.first {

@@ -22,10 +22,15 @@ enum CLIRunner {
         return root.appendingPathComponent(".build/debug/sesame")
     }()
 
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> CLIResult {
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws
+        -> CLIResult
+    {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let output = Pipe()
         let error = Pipe()
         let input = Pipe()

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `sesame serve` as a subprocess, stopped with SIGINT when the test ends.
+final class ServeProcess {
+    let process = Process()
+    let base: URL
+
+    init(_ extra: [String] = []) throws {
+        process.executableURL = CLIRunner.binary
+        process.arguments = ["serve", "--port", "0", "--password-iterations", "1000"] + extra
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = ""
+        while !line.hasSuffix("\n") {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line += String(decoding: byte, as: UTF8.self)
+        }
+        guard let url = URL(string: line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw URLError(.badServerResponse)
+        }
+        base = url
+    }
+
+    func counters() async throws -> [String: Any] {
+        let (data, _) = try await URLSession.shared.data(from: base.appendingPathComponent("_dev/counters"))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    deinit {
+        process.interrupt()
+        process.waitUntilExit()
+    }
+}
+
+@Suite struct SessionCommandTests {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-home-\(UUID().uuidString)")
+    var environment: [String: String] { ["SESAME_HOME": home.path] }
+
+    func sesame(_ arguments: [String], stdin: String? = nil) throws -> CLIResult {
+        try CLIRunner.run(arguments, stdin: stdin, environment: environment)
+    }
+
+    @Test("register, status, token, request, logout against sesame serve; passwords never from argv")
+    func sessionFlow() async throws {
+        let server = try ServeProcess()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let base = server.base.absoluteString
+        let register = try sesame(
+            ["register", "--rest", base, "--email", "kai@example.com"], stdin: "pw-correct-horse\n")
+        #expect(register.status == 0, "\(register.stderr)")
+        let status = try sesame(["status", "--json"])
+        #expect(status.status == 0 && status.stdout.contains("kai@example.com"))
+        let token = try sesame(["token"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.split(separator: ".").count == 3)
+        #expect(!status.stdout.contains(token), "status never prints a token")
+        let me = try sesame(["request", base + "/me"])
+        #expect(me.status == 0 && me.stdout.contains("kai@example.com"))
+        let credentials = home.appendingPathComponent("credentials/default.json").path
+        #expect((try FileManager.default.attributesOfItem(atPath: credentials)[.posixPermissions] as? Int) == 0o600)
+
+        let argv = try sesame(["login", "--rest", base, "--email", "kai@example.com", "pw-correct-horse"])
+        #expect(argv.status == 2 && argv.stderr.contains("never from arguments"))
+        let wrong = try sesame(["login", "--rest", base, "--email", "kai@example.com"], stdin: "wrong-password\n")
+        #expect(wrong.status == 1 && wrong.stderr.hasPrefix("error: invalid_credentials: "))
+        #expect(!wrong.stderr.contains("wrong-password"))
+
+        #expect(try sesame(["logout"]).status == 0)
+        let after = try sesame(["status"])
+        #expect(after.status == 3 && after.stderr.hasPrefix("error: not_signed_in: "))
+        #expect(try sesame(["token"]).status == 3)
+    }
+
+    @Test("Two OS processes refreshing on one file store: every run succeeds and no session is revoked")
+    func concurrentProcesses() async throws {
+        let server = try ServeProcess()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let register = try sesame(
+            ["register", "--rest", server.base.absoluteString, "--email", "lia@example.com"],
+            stdin: "pw-correct-horse\n")
+        #expect(register.status == 0)
+        let environment = self.environment
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    var failed = 0
+                    for _ in 0..<10 {
+                        let result = try? CLIRunner.run(["token", "--force-refresh"], environment: environment)
+                        if result?.status != 0 { failed += 1 }
+                    }
+                    return failed
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(failures == 0)
+        let counters = try await server.counters()
+        #expect(counters["reuseDetections"] as? Int == 0)
+        #expect((counters["refreshes"] as? Int ?? 0) >= 1)
+        #expect(try sesame(["token"]).status == 0)
+    }
+}
