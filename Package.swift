@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .library(name: "SesameJOSE", targets: ["SesameJOSE"]),
         .library(name: "Sesame", targets: ["Sesame"]),
+        .library(name: "SesameApple", targets: ["SesameApple"]),
+        .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameLoopback", targets: ["SesameLoopback"]),
         .library(name: "SesameDevServer", targets: ["SesameDevServer"]),
         .executable(name: "sesame", targets: ["sesame"]),
@@ -37,6 +39,17 @@ let package = Package(
         .target(
             name: "Sesame",
             dependencies: ["SesameJOSE"],
+            swiftSettings: swiftSettings
+        ),
+        // Apple-only shims, declared on every platform; their sources are guarded by #if canImport.
+        .target(
+            name: "SesameApple",
+            dependencies: ["Sesame"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SesameTesting",
+            dependencies: ["Sesame"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -85,7 +98,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameTests",
-            dependencies: ["Sesame", "SesameJOSE"],
+            dependencies: ["Sesame", "SesameJOSE", "SesameTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,167 @@
+public import Foundation
+
+/// When a Keychain item can be read (`kSecAttrAccessible`).
+public enum KeychainAccessibility: String, Sendable, Hashable {
+    /// After the first unlock since boot, on this device only: the default, so background refreshes work and
+    /// the item never leaves the device in a backup.
+    case afterFirstUnlockThisDeviceOnly
+    /// Only while the device is unlocked, on this device only.
+    case whenUnlockedThisDeviceOnly
+    /// Only while a passcode is set and the device is unlocked, on this device only.
+    case whenPasscodeSetThisDeviceOnly
+}
+
+/// A Keychain operation's description, built and tested in portable code; the Apple shim maps it one-to-one
+/// onto a `SecItem` query dictionary.
+public struct KeychainQuery: Sendable, Hashable {
+    /// `kSecAttrService`.
+    public var service: String
+    /// `kSecAttrAccount` (the profile).
+    public var account: String
+    /// `kSecAttrAccessGroup`, for sharing with app extensions.
+    public var accessGroup: String?
+    /// `kSecAttrAccessible` (set on add).
+    public var accessibility: KeychainAccessibility?
+    /// `kSecValueData` (set on add and update).
+    public var data: Data?
+    /// `kSecReturnData` with `kSecMatchLimitOne` (set on copy).
+    public var returnsData = false
+    /// Whether an access-control object (biometry, passcode) guards the item (set on add; Apple shim supplies it).
+    public var usesAccessControl = false
+
+    /// Creates a query for the generic-password item of `service` and `account`.
+    public init(service: String, account: String, accessGroup: String? = nil) {
+        self.service = service
+        self.account = account
+        self.accessGroup = accessGroup
+    }
+}
+
+/// The outcome of a Keychain call, mapped from `OSStatus`.
+public enum KeychainStatus: Sendable, Hashable {
+    /// `errSecSuccess`.
+    case success
+    /// `errSecItemNotFound` (-25300).
+    case itemNotFound
+    /// `errSecDuplicateItem` (-25299).
+    case duplicateItem
+    /// `errSecInteractionNotAllowed` (-25308): the device is locked or the app is prewarming. Not a sign-out.
+    case interactionNotAllowed
+    /// `errSecUserCanceled` (-128) or `errSecAuthFailed` (-25293): the user did not authenticate.
+    case authenticationFailed
+    /// Anything else.
+    case other(Int32)
+
+    /// Maps an `OSStatus`.
+    public init(osStatus: Int32) {
+        switch osStatus {
+        case 0: self = .success
+        case -25300: self = .itemNotFound
+        case -25299: self = .duplicateItem
+        case -25308: self = .interactionNotAllowed
+        case -128, -25293: self = .authenticationFailed
+        default: self = .other(osStatus)
+        }
+    }
+}
+
+/// The four `SecItem` calls, as a seam: `SesameApple` implements it over Security; tests use an in-memory
+/// emulation with the same semantics (`SesameTesting.InMemoryKeychain`).
+public protocol KeychainBackend: Sendable {
+    /// `SecItemAdd`: fails with ``KeychainStatus/duplicateItem`` when the item exists.
+    func add(_ query: KeychainQuery) -> KeychainStatus
+    /// `SecItemUpdate`: replaces the data of the matching item.
+    func update(_ query: KeychainQuery, data: Data) -> KeychainStatus
+    /// `SecItemCopyMatching` returning the data of one item.
+    func copyData(_ query: KeychainQuery) -> (KeychainStatus, Data?)
+    /// `SecItemDelete`.
+    func delete(_ query: KeychainQuery) -> KeychainStatus
+}
+
+/// A ``TokenStore`` on the Keychain: one generic-password item per profile, accessible after first unlock on
+/// this device only by default.
+///
+/// Saving is an upsert (add, and on a duplicate, update). A locked device (`errSecInteractionNotAllowed`) is
+/// ``AuthError/Code/storeUnavailable`` — try later — and never looks like "signed out".
+public struct KeychainTokenStore: TokenStore {
+    /// The item's service.
+    public let service: String
+    /// The access group, for sharing with extensions.
+    public let accessGroup: String?
+    /// When the item can be read.
+    public let accessibility: KeychainAccessibility
+    /// Whether the Apple shim attaches an access-control object.
+    public let usesAccessControl: Bool
+    private let backend: any KeychainBackend
+
+    /// Creates a store over a backend.
+    public init(
+        service: String,
+        accessGroup: String? = nil,
+        accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
+        usesAccessControl: Bool = false,
+        backend: any KeychainBackend
+    ) {
+        self.service = service
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.usesAccessControl = usesAccessControl
+        self.backend = backend
+    }
+
+    /// The query for one profile's item.
+    public func query(profile: String) -> KeychainQuery {
+        KeychainQuery(service: service, account: profile, accessGroup: accessGroup)
+    }
+
+    /// Reads the profile's item.
+    public func load(profile: String) async throws -> TokenSet? {
+        var query = query(profile: profile)
+        query.returnsData = true
+        let (status, data) = backend.copyData(query)
+        switch status {
+        case .success:
+            guard let data else { return nil }
+            do {
+                return try JSONDecoder().decode(TokenSet.self, from: data)
+            } catch {
+                throw AuthError(.storeCorrupt, "the Keychain item is unreadable; it was left in place")
+            }
+        case .itemNotFound: return nil
+        default: throw Self.error(status, "read")
+        }
+    }
+
+    /// Adds or updates the profile's item.
+    public func save(_ tokens: TokenSet, profile: String) async throws {
+        let data = try JSONEncoder().encode(tokens)
+        var add = query(profile: profile)
+        add.data = data
+        add.accessibility = accessibility
+        add.usesAccessControl = usesAccessControl
+        switch backend.add(add) {
+        case .success: return
+        case .duplicateItem:
+            let status = backend.update(query(profile: profile), data: data)
+            guard status == .success else { throw Self.error(status, "update") }
+        case let status: throw Self.error(status, "add")
+        }
+    }
+
+    /// Deletes the profile's item.
+    public func delete(profile: String) async throws {
+        let status = backend.delete(query(profile: profile))
+        guard status == .success || status == .itemNotFound else { throw Self.error(status, "delete") }
+    }
+
+    static func error(_ status: KeychainStatus, _ operation: String) -> AuthError {
+        switch status {
+        case .interactionNotAllowed:
+            AuthError(.storeUnavailable, "the Keychain is locked (device locked or prewarming); try again later")
+        case .authenticationFailed:
+            AuthError(.storeUnavailable, "the user did not authenticate to the Keychain")
+        default:
+            AuthError(.storeUnavailable, "the Keychain \(operation) failed (\(status))")
+        }
+    }
+}

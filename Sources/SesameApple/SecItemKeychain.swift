@@ -1,0 +1,79 @@
+// The Keychain shim: maps the portable KeychainQuery one-to-one onto SecItem calls. All logic (upsert, status
+// mapping, locked-device handling) lives in Sesame's KeychainTokenStore and is tested on Linux.
+#if canImport(Security)
+    public import Foundation
+    public import Sesame
+    import Security
+
+    /// ``KeychainBackend`` over Security's `SecItem` functions (generic-password items).
+    public struct SecItemKeychain: KeychainBackend {
+        private let accessControl: SecAccessControl?
+
+        /// Creates the backend; `accessControl` guards items added with ``KeychainQuery/usesAccessControl``.
+        public init(accessControl: SecAccessControl? = nil) { self.accessControl = accessControl }
+
+        private func base(_ query: KeychainQuery) -> [CFString: Any] {
+            var dictionary: [CFString: Any] = [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: query.service, kSecAttrAccount: query.account,
+                kSecUseDataProtectionKeychain: true,
+            ]
+            if let group = query.accessGroup { dictionary[kSecAttrAccessGroup] = group }
+            return dictionary
+        }
+
+        private static func accessible(_ value: KeychainAccessibility) -> CFString {
+            switch value {
+            case .afterFirstUnlockThisDeviceOnly: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            case .whenUnlockedThisDeviceOnly: kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+            case .whenPasscodeSetThisDeviceOnly: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly
+            }
+        }
+
+        /// `SecItemAdd`.
+        public func add(_ query: KeychainQuery) -> KeychainStatus {
+            var dictionary = base(query)
+            dictionary[kSecValueData] = query.data
+            if query.usesAccessControl, let accessControl {
+                dictionary[kSecAttrAccessControl] = accessControl
+            } else if let accessibility = query.accessibility {
+                dictionary[kSecAttrAccessible] = Self.accessible(accessibility)
+            }
+            return KeychainStatus(osStatus: SecItemAdd(dictionary as CFDictionary, nil))
+        }
+
+        /// `SecItemUpdate`.
+        public func update(_ query: KeychainQuery, data: Data) -> KeychainStatus {
+            KeychainStatus(
+                osStatus: SecItemUpdate(base(query) as CFDictionary, [kSecValueData: data] as CFDictionary))
+        }
+
+        /// `SecItemCopyMatching` with `kSecReturnData`.
+        public func copyData(_ query: KeychainQuery) -> (KeychainStatus, Data?) {
+            var dictionary = base(query)
+            dictionary[kSecReturnData] = true
+            dictionary[kSecMatchLimit] = kSecMatchLimitOne
+            var result: CFTypeRef?
+            let status = KeychainStatus(osStatus: SecItemCopyMatching(dictionary as CFDictionary, &result))
+            return (status, result as? Data)
+        }
+
+        /// `SecItemDelete`.
+        public func delete(_ query: KeychainQuery) -> KeychainStatus {
+            KeychainStatus(osStatus: SecItemDelete(base(query) as CFDictionary))
+        }
+    }
+
+    extension KeychainTokenStore {
+        /// A Keychain store for `service` (generic-password items, after first unlock, this device only).
+        public static func keychain(
+            service: String,
+            accessGroup: String? = nil,
+            accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
+            accessControl: SecAccessControl? = nil
+        ) -> KeychainTokenStore {
+            KeychainTokenStore(
+                service: service, accessGroup: accessGroup, accessibility: accessibility,
+                usesAccessControl: accessControl != nil, backend: SecItemKeychain(accessControl: accessControl))
+        }
+    }
+#endif

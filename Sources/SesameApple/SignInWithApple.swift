@@ -1,0 +1,78 @@
+// A thin wrapper over ASAuthorizationController: it asks for an Apple ID credential with the hashed nonce and
+// returns the identity token with the raw nonce, ready for RESTAuthProvider.signInWithApple. The nonce logic
+// (SignInWithAppleNonce) is portable and tested on Linux.
+#if canImport(AuthenticationServices) && !os(watchOS)
+    public import AuthenticationServices
+    public import Sesame
+
+    /// What Sign in with Apple returns, ready for your backend's exchange.
+    public struct AppleIDSignInResult: Sendable {
+        /// The identity token (a JWT signed by Apple).
+        public let identityToken: String
+        /// The raw nonce whose SHA-256 the token carries.
+        public let rawNonce: String
+        /// Apple's stable user identifier.
+        public let user: String
+        /// The email, on first sign-in only.
+        public let email: String?
+    }
+
+    /// Runs one Sign in with Apple request.
+    @MainActor
+    public final class AppleIDSignIn: NSObject, ASAuthorizationControllerDelegate,
+        ASAuthorizationControllerPresentationContextProviding
+    {
+        private let anchor: ASPresentationAnchor
+        private var continuation: CheckedContinuation<AppleIDSignInResult, any Error>?
+        private var nonce = SignInWithAppleNonce()
+
+        /// Presents from `anchor` (a window).
+        public init(anchor: ASPresentationAnchor) { self.anchor = anchor }
+
+        /// Asks for the user's Apple ID (with email and name scopes) and returns the identity token.
+        ///
+        /// - Throws: the AuthenticationServices error (`ASAuthorizationError.canceled` when the user closed it),
+        ///   or ``AuthError`` with ``AuthError/Code/invalidResponse`` when no identity token came back.
+        public func signIn() async throws -> AppleIDSignInResult {
+            nonce = SignInWithAppleNonce()
+            let request = ASAuthorizationAppleIDProvider().createRequest()
+            request.requestedScopes = [.email, .fullName]
+            request.nonce = nonce.hashed
+            let controller = ASAuthorizationController(authorizationRequests: [request])
+            controller.delegate = self
+            controller.presentationContextProvider = self
+            return try await withCheckedThrowingContinuation { continuation in
+                self.continuation = continuation
+                controller.performRequests()
+            }
+        }
+
+        /// The window to present from.
+        public func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor { anchor }
+
+        /// Delivers the credential.
+        public func authorizationController(
+            controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization
+        ) {
+            guard let credential = authorization.credential as? ASAuthorizationAppleIDCredential,
+                let data = credential.identityToken, let token = String(data: data, encoding: .utf8)
+            else {
+                continuation?.resume(throwing: AuthError(.invalidResponse, "Apple returned no identity token"))
+                continuation = nil
+                return
+            }
+            continuation?.resume(
+                returning: AppleIDSignInResult(
+                    identityToken: token, rawNonce: nonce.raw, user: credential.user, email: credential.email))
+            continuation = nil
+        }
+
+        /// Delivers the error.
+        public func authorizationController(
+            controller: ASAuthorizationController, didCompleteWithError error: any Error
+        ) {
+            continuation?.resume(throwing: error)
+            continuation = nil
+        }
+    }
+#endif

@@ -1,0 +1,125 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import SesameTesting
+import Testing
+
+/// The Keychain store's logic (query building, upsert, status mapping) against an in-memory SecItem emulation.
+@Suite struct KeychainTokenStoreTests {
+    let tokens = TokenSet(accessToken: "at", refreshToken: "rt", user: .init(id: "u1"))
+
+    @Test("Queries: generic password per profile; add carries data and after-first-unlock-this-device-only")
+    func queries() async throws {
+        let keychain = InMemoryKeychain()
+        let store = KeychainTokenStore(service: "com.example.app", accessGroup: "TEAM.shared", backend: keychain)
+        #expect(
+            store.query(profile: "work")
+                == KeychainQuery(service: "com.example.app", account: "work", accessGroup: "TEAM.shared"))
+        try await store.save(tokens, profile: "default")
+        let item = try #require(keychain.item(store.query(profile: "default")))
+        #expect(item.accessibility == .afterFirstUnlockThisDeviceOnly && !item.usesAccessControl)
+        #expect(try JSONDecoder().decode(TokenSet.self, from: item.data) == tokens)
+    }
+
+    @Test("Save is an upsert (a duplicate becomes an update); load and delete round-trip; delete is idempotent")
+    func upsert() async throws {
+        let keychain = InMemoryKeychain()
+        let store = KeychainTokenStore(service: "svc", backend: keychain)
+        try await store.save(tokens, profile: "default")
+        var rotated = tokens
+        rotated.refreshToken = "rt-2"
+        try await store.save(rotated, profile: "default")
+        #expect(try await store.load(profile: "default") == rotated)
+        try await store.delete(profile: "default")
+        try await store.delete(profile: "default")
+        #expect(try await store.load(profile: "default") == nil)
+    }
+
+    @Test("A locked device is 'store unavailable, try later', never 'signed out', and loses nothing")
+    func lockedDevice() async throws {
+        let keychain = InMemoryKeychain()
+        let store = KeychainTokenStore(service: "svc", backend: keychain)
+        try await store.save(tokens, profile: "default")
+        keychain.setLocked(true)
+        for operation in ["load", "save", "delete"] {
+            do {
+                switch operation {
+                case "load": _ = try await store.load(profile: "default")
+                case "save": try await store.save(tokens, profile: "default")
+                default: try await store.delete(profile: "default")
+                }
+                Issue.record("\(operation) should fail while locked")
+            } catch let error as AuthError {
+                #expect(error.code == .storeUnavailable && error.isTransient, "\(operation)")
+            }
+        }
+        keychain.setLocked(false)
+        #expect(try await store.load(profile: "default") == tokens)
+    }
+
+    @Test("OSStatus mapping")
+    func statusMapping() {
+        #expect(KeychainStatus(osStatus: 0) == .success)
+        #expect(KeychainStatus(osStatus: -25300) == .itemNotFound)
+        #expect(KeychainStatus(osStatus: -25299) == .duplicateItem)
+        #expect(KeychainStatus(osStatus: -25308) == .interactionNotAllowed)
+        #expect(KeychainStatus(osStatus: -128) == .authenticationFailed)
+        #expect(KeychainStatus(osStatus: -34018) == .other(-34018))
+    }
+
+    @Test("A session over a locked Keychain keeps its in-memory tokens and reports the store as unavailable")
+    func sessionSurvivesLockedKeychain() async throws {
+        let keychain = InMemoryKeychain()
+        let store = KeychainTokenStore(service: "svc", backend: keychain)
+        let transport = ScriptedTransport()
+        let clock = ManualTimeSource()
+        let provider = RESTAuthProvider(
+            baseURL: try #require(URL(string: "https://api.example")), transport: transport, timeSource: clock)
+        let session = AuthSession(provider: provider, store: store, timeSource: clock, refreshLeeway: 0)
+        try await session.signIn(
+            with: TokenSet(accessToken: "a1", refreshToken: "r1", expiresAt: clock.now.addingTimeInterval(60)))
+        keychain.setLocked(true)
+        clock.advance(by: 120)
+        transport.enqueue(.json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":900,"tokenType":"Bearer"}"#))
+        let (fresh, _) = try await session.validTokens()
+        #expect(fresh.accessToken == "a2")  // served from memory although the save failed
+        keychain.setLocked(false)
+        clock.advance(by: 10)
+        _ = try await session.validTokens()  // the pending save is retried
+        #expect(try await store.load(profile: "default")?.refreshToken == "r2")
+    }
+}
+
+@Suite struct ScriptedTransportTests {
+    @Test("Scripted responses are played in order and requests recorded; refresh bodies are exact")
+    func scripted() async throws {
+        let transport = ScriptedTransport()
+        transport.enqueue(
+            .json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":60}"#),
+            .json(401, #"{"error":"invalid_grant","error_description":"revoked"}"#))
+        let provider = RESTAuthProvider(
+            baseURL: try #require(URL(string: "https://api.example/v1/")), transport: transport)
+        let first = try await provider.refresh(TokenSet(accessToken: "a1", refreshToken: "r1"))
+        #expect(first.refreshToken == "r2")
+        do {
+            _ = try await provider.refresh(first)
+            Issue.record("expected invalid_grant")
+        } catch let error as AuthError {
+            #expect(error.requiresReauthentication && error.serverResponse?.errorDescription == "revoked")
+        }
+        let requests = transport.requests
+        #expect(requests.count == 2 && requests[0].url.absoluteString == "https://api.example/v1/refresh-token")
+        #expect(try JOSEValue.parse(try #require(requests[1].body)) == ["refreshToken": "r2"])
+        await #expect(throws: AuthError.self) { try await provider.refresh(first) }  // empty script: transport error
+    }
+
+    @Test("Sign in with Apple nonce: fresh, 256 bits, SHA-256 hex, description hides the raw value")
+    func appleNonce() {
+        let nonce = SignInWithAppleNonce()
+        #expect(nonce != SignInWithAppleNonce() && nonce.raw.count == 43)
+        #expect(
+            SignInWithAppleNonce(raw: "abc").hashed
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(!nonce.description.contains(nonce.raw))
+    }
+}
