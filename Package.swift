@@ -36,9 +36,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The Linux keyring through libsecret, opened with dlopen at run time (builds without libsecret).
+        .target(
+            name: "CSesameSecret",
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
         .target(
             name: "Sesame",
-            dependencies: ["SesameJOSE"],
+            dependencies: [
+                "SesameJOSE",
+                .target(name: "CSesameSecret", condition: .when(platforms: [.linux, .android, .openbsd])),
+            ],
             swiftSettings: swiftSettings
         ),
         // Apple-only shims, declared on every platform; their sources are guarded by #if canImport.

@@ -35,7 +35,8 @@ enum CLI {
           status [--json]                          who, which provider, expiry, scopes — never a token
           request [-X METHOD] [-H 'Name: value']... [-d DATA] URL   an authorized request; the body to stdout
           logout [--no-revoke]                     sign out (revokes the session on the server unless --no-revoke)
-            (session commands take --profile NAME and --store file|memory; files live in $SESAME_HOME)
+            (session commands take --profile NAME and --store keyring|file|memory, default keyring when one
+             answers, else 0600 files in $SESAME_HOME)
           jwt decode [TOKEN|-]      print a JWT's header and claims as JSON, without verifying it
           jwt verify --jwks FILE|URL [--iss ISS] [--aud AUD] [--nonce N] [--leeway S] [--now UNIX]
                      [--alg ALG]... [--typ TYP]... [TOKEN|-]

@@ -35,15 +35,15 @@ enum SessionCommands {
 
         init(_ arguments: ParsedArguments) throws {
             profile = try arguments.value("--profile") ?? "default"
-            let kind = try arguments.value("--store") ?? ProcessInfo.processInfo.environment["SESAME_STORE"] ?? "file"
+            // The keyring when one answers, else 0600 files (DESIGN.md §4).
+            let kind =
+                try arguments.value("--store") ?? ProcessInfo.processInfo.environment["SESAME_STORE"]
+                ?? (SecretServiceTokenStore.isAvailable ? "keyring" : "file")
             let credentials = SessionCommands.homeDirectory.appendingPathComponent("credentials")
             switch kind {
             case "file": store = try FileTokenStore(directory: credentials)
             case "memory": store = InMemoryTokenStore()
-            case "keyring":
-                throw CLIError(
-                    status: .failure, code: "store_unavailable",
-                    message: "no keyring store in this build yet; use --store file (0600 files) or memory")
+            case "keyring": store = SecretServiceTokenStore(service: "dev.sesame.cli")
             default: throw CLIError.usage("--store takes keyring, file or memory")
             }
             settingsURL = SessionCommands.homeDirectory.appendingPathComponent("profiles/\(profile).json")

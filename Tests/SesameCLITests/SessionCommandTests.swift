@@ -107,3 +107,67 @@ final class ServeProcess {
         #expect(try sesame(["token"]).status == 0)
     }
 }
+
+/// The real Linux keyring: a private D-Bus session bus with gnome-keyring-daemon (Debian `dbus`, `gnome-keyring`),
+/// both stopped when the test ends.
+@Suite struct KeyringStoreTests {
+    static let toolsAvailable: Bool = {
+        let found = ["/usr/bin/dbus-daemon", "/usr/bin/gnome-keyring-daemon"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        if !found { print("◇ NOTICE: dbus-daemon or gnome-keyring-daemon missing; the keyring test is skipped.") }
+        return found
+    }()
+
+    @Test(
+        "--store keyring keeps credentials in GNOME Keyring (nothing on disk) and is the default when a keyring answers",
+        .enabled(if: toolsAvailable, "dbus-daemon and gnome-keyring-daemon are not installed"))
+    func keyring() throws {
+        let server = try ServeProcess()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-keyring-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let binary = CLIRunner.binary.path
+        // The keyring runs in the foreground inside the private session and is stopped at the end, so nothing
+        // outlives the test; output goes to a file (daemons would hold a pipe open).
+        let logFile = home.appendingPathExtension("log")
+        defer {
+            for suffix in ["", ".address", ".pid"] {
+                try? FileManager.default.removeItem(atPath: logFile.path + suffix)
+            }
+        }
+        let script = """
+            exec 2>'\(logFile.path)'
+            dbus-daemon --session --fork --print-address=3 --print-pid=4 3>'\(logFile.path).address' 4>'\(logFile.path).pid' \
+                </dev/null >/dev/null || exit 10
+            export DBUS_SESSION_BUS_ADDRESS=$(cat '\(logFile.path).address')
+            bus_pid=$(cat '\(logFile.path).pid')
+            echo -n pw | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+            keyring=$!
+            sleep 0.5
+            run() {
+                export SESAME_HOME='\(home.path)'
+                echo pw-correct-horse | '\(binary)' register --rest '\(server.base.absoluteString)' --email kay@example.com || return 11
+                '\(binary)' token >/dev/null || return 12
+                '\(binary)' token --store keyring --force-refresh >/dev/null || return 13
+                [ -e '\(home.path)/credentials/default.json' ] && return 14
+                '\(binary)' logout || return 15
+                '\(binary)' status --store keyring >/dev/null 2>&1; [ $? -eq 3 ] || return 16
+                return 0
+            }
+            run; status=$?
+            kill -9 $keyring 2>/dev/null
+            kill $bus_pid 2>/dev/null
+            exit $status
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 0, "\(log)")
+        #expect(!log.contains("pw-correct-horse"))
+    }
+}

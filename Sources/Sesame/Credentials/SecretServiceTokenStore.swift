@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(CSesameSecret)
+    import CSesameSecret
+#endif
+
+/// A ``TokenStore`` in the Linux desktop keyring (GNOME Keyring, KWallet) through the freedesktop Secret Service.
+///
+/// libsecret is loaded at run time, so the package builds without it. Where there is no session bus, no keyring,
+/// or no libsecret, every call throws ``AuthError/Code/storeUnavailable`` with the reason — the store never falls
+/// back to something weaker on its own (use ``FileTokenStore`` explicitly for that).
+public struct SecretServiceTokenStore: TokenStore {
+    /// The `service` attribute of the stored items.
+    public let service: String
+
+    /// Creates a store whose items carry `service` (and the profile as `account`).
+    public init(service: String = "dev.sesame") { self.service = service }
+
+    /// Whether a keyring answers right now: libsecret is installed, a session bus is set, and a lookup works.
+    public static var isAvailable: Bool {
+        #if canImport(CSesameSecret)
+            guard csesame_secret_available() != 0,
+                ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]?.isEmpty == false
+            else { return false }
+            var failed: Int32 = 0
+            var error = [CChar](repeating: 0, count: 256)
+            let found = csesame_secret_lookup("dev.sesame.probe", "probe", &failed, &error, error.count)
+            csesame_secret_free(found)
+            return failed == 0
+        #else
+            return false
+        #endif
+    }
+
+    /// Reads the profile's item.
+    public func load(profile: String) async throws -> TokenSet? {
+        #if canImport(CSesameSecret)
+            var failed: Int32 = 0
+            var error = [CChar](repeating: 0, count: 256)
+            guard let found = csesame_secret_lookup(service, profile, &failed, &error, error.count) else {
+                if failed != 0 { throw Self.unavailable(error) }
+                return nil
+            }
+            defer { csesame_secret_free(found) }
+            let data = Data(bytes: found, count: strlen(found))
+            do {
+                return try JSONDecoder().decode(TokenSet.self, from: data)
+            } catch {
+                throw AuthError(.storeCorrupt, "the keyring item is unreadable; it was left in place")
+            }
+        #else
+            throw AuthError(.storeUnavailable, "the Secret Service is not available on this platform")
+        #endif
+    }
+
+    /// Stores the profile's item (replacing it).
+    public func save(_ tokens: TokenSet, profile: String) async throws {
+        #if canImport(CSesameSecret)
+            let json = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+            var error = [CChar](repeating: 0, count: 256)
+            guard
+                csesame_secret_store(service, profile, "Sesame credentials (\(profile))", json, &error, error.count)
+                    != 0
+            else { throw Self.unavailable(error) }
+        #else
+            throw AuthError(.storeUnavailable, "the Secret Service is not available on this platform")
+        #endif
+    }
+
+    /// Deletes the profile's item.
+    public func delete(profile: String) async throws {
+        #if canImport(CSesameSecret)
+            var error = [CChar](repeating: 0, count: 256)
+            guard csesame_secret_clear(service, profile, &error, error.count) != 0 else {
+                throw Self.unavailable(error)
+            }
+        #else
+            throw AuthError(.storeUnavailable, "the Secret Service is not available on this platform")
+        #endif
+    }
+
+    private static func unavailable(_ error: [CChar]) -> AuthError {
+        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return AuthError(.storeUnavailable, "the keyring is unavailable: \(message)")
+    }
+}
