@@ -86,7 +86,7 @@ let package = Package(
         .executableTarget(
             name: "sesame-bench",
             dependencies: [
-                "SesameJOSE", "SesameDevServer",
+                "Sesame", "SesameJOSE", "SesameDevServer", "SesameLoopback",
                 .target(name: "CSesameOpenSSL", condition: .when(platforms: [.linux, .android, .openbsd])),
             ],
             path: "Benchmarks/sesame-bench",

@@ -3,6 +3,7 @@ import Foundation
 // sesame-bench: benchmarks that compare Sesame with a reference measured in the same run.
 //   sesame-bench jose     JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard library
 //   sesame-bench server   the dev server's GET /me and POST /refresh-token vs the JOSE verify ceiling
+//   sesame-bench session  10,000 concurrent AuthorizedClient requests across a token expiry; added latency
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "jose":
@@ -20,7 +21,14 @@ case "server":
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)
     }
+case "session":
+    do {
+        try await SessionBenchmark.run()
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
 default:
-    FileHandle.standardError.write(Data("usage: sesame-bench jose | server\n".utf8))
+    FileHandle.standardError.write(Data("usage: sesame-bench jose | server | session\n".utf8))
     exit(2)
 }
