@@ -111,7 +111,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameIntegrationTests",
-            dependencies: ["Sesame", "SesameDevServer", "SesameJOSE", "SesameTestSupport"],
+            dependencies: ["Sesame", "SesameDevServer", "SesameJOSE", "SesameTestSupport", "SesameTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,125 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import SesameTesting
+import Testing
+
+@Suite struct ClientBehaviourTests {
+    @Test("Sign in with Apple: a nonce, a stand-in identity token, the provider's exchange, then a session")
+    func signInWithApple() async throws {
+        let harness = try Harness()
+        defer { harness.server.stop() }
+        let nonce = SignInWithAppleNonce()
+        let minted = try await harness.admin.send(
+            "POST", "/_dev/apple/identity-token",
+            json: ["sub": "000777.apple", "email": "ana@privaterelay.appleid.com", "nonce": .string(nonce.raw)])
+        let identityToken = try #require(minted.json?["identityToken"]?.stringValue)
+        #expect(try JWT.unverifiedClaims(of: identityToken).nonce == nonce.hashed)
+        let tokens = try await harness.provider.signInWithApple(
+            identityToken: identityToken, rawNonce: nonce.raw, deviceID: "device-1")
+        try await harness.session.signIn(with: tokens)
+        let me: Me = try await harness.client.get("/me")
+        #expect(me.email == "ana@privaterelay.appleid.com")
+        await #expect(throws: AuthError.self) {
+            try await harness.provider.signInWithApple(identityToken: identityToken, rawNonce: "other", deviceID: "d")
+        }
+    }
+
+    @Test("Endpoints marked .none or .basic never refresh on 401; .custom and .bearer do, once")
+    func authorizationKinds() async throws {
+        let transport = ScriptedTransport()
+        let clock = ManualTimeSource()
+        let base = try #require(URL(string: "https://api.example/"))
+        let provider = RESTAuthProvider(baseURL: base, transport: transport, timeSource: clock)
+        let session = AuthSession(provider: provider, store: InMemoryTokenStore(), timeSource: clock)
+        try await session.signIn(
+            with: TokenSet(accessToken: "a1", refreshToken: "r1", expiresAt: clock.now.addingTimeInterval(3600)))
+        let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
+
+        transport.enqueue(.empty(401))
+        #expect(try await client.send(Endpoint("GET", "/public", authorization: .none)).status == 401)
+        transport.enqueue(.empty(401))
+        #expect(
+            try await client.send(Endpoint("GET", "/basic", authorization: .basic(user: "u", password: "p"))).status
+                == 401)
+        #expect(transport.requests.count == 2)
+        #expect(transport.requests[0].headers["Authorization"] == nil)
+        #expect(transport.requests[1].headers["Authorization"] == "Basic dTpw")
+
+        transport.enqueue(
+            .empty(401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]),
+            .json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":3600}"#),
+            .json(200, #"{"ok":true}"#))
+        let custom = Endpoint("GET", "/custom", authorization: .custom { ["X-Token": $0.accessToken] })
+        #expect(try await client.send(custom).status == 200)
+        let requests = transport.requests
+        #expect(requests[2].headers["X-Token"] == "a1" && requests[3].url.path.hasSuffix("refresh-token"))
+        #expect(requests[4].headers["X-Token"] == "a2")
+
+        transport.enqueue(.empty(403, headers: ["WWW-Authenticate": "Bearer error=\"insufficient_scope\""]))
+        #expect(try await client.send(Endpoint("GET", "/admin")).status == 403)
+        #expect(transport.requests.count == 6)  // no refresh for a 403
+    }
+
+    @Test("Credentials are only ever sent to the configured origin")
+    func originPinning() async throws {
+        let transport = ScriptedTransport()
+        let base = try #require(URL(string: "https://api.example/"))
+        let session = AuthSession(
+            provider: RESTAuthProvider(baseURL: base, transport: transport), store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet(accessToken: "a1", expiresAt: Date().addingTimeInterval(3600)))
+        let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
+        // Paths are always resolved under the base URL: an absolute URL or a protocol-relative path cannot move
+        // the bearer token to another host (RFC 9700 §4.9.1).
+        for path in ["//evil.example/steal", "https://evil.example/steal", "/../../@evil.example/x"] {
+            transport.enqueue(.empty(200))
+            _ = try await client.send(Endpoint("GET", path))
+        }
+        #expect(transport.requests.count == 3)
+        #expect(transport.requests.allSatisfy { $0.url.host == "api.example" && $0.url.scheme == "https" })
+    }
+
+    @Test("Cancellation surfaces as CancellationError and keeps the session")
+    func cancellation() async throws {
+        let harness = try Harness()
+        defer { harness.server.stop() }
+        try await harness.session.signIn(
+            with: try await harness.provider.register(email: "cal@example.com", password: "correct-horse"))
+        try await harness.setFaults("/me:latency=2s")
+        let client = harness.client
+        let task = Task { try await client.get("/me", as: Me.self) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(await harness.session.isSignedIn)
+    }
+
+    @MainActor
+    @Test("AuthState follows the session: unknown, signed in, signed out with the reason")
+    func authState() async throws {
+        let harness = try Harness()
+        defer { harness.server.stop() }
+        let state = AuthState(session: harness.session)
+        #expect(state.status == .unknown || state.status == .signedOut(reason: nil))
+        try await waitUntil { state.status == .signedOut(reason: nil) }
+        try await harness.session.signIn(
+            with: try await harness.provider.register(email: "dot@example.com", password: "correct-horse"))
+        try await waitUntil {
+            if case .signedIn(let user) = state.status { return user?.email == "dot@example.com" }
+            return false
+        }
+        await harness.session.signOut()
+        try await waitUntil { state.status == .signedOut(reason: .userInitiated) }
+    }
+
+    @MainActor
+    private func waitUntil(_ condition: @MainActor () -> Bool) async throws {
+        for _ in 0..<200 {
+            if condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("the condition did not become true")
+    }
+}

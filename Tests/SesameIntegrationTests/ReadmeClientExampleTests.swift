@@ -1,0 +1,46 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import Testing
+
+/// Keeps the README's client example compiling and true, against the dev server.
+@Suite struct ReadmeClientExampleTests {
+    struct User: Decodable {
+        let id: String
+        let email: String?
+    }
+
+    @Test("README: signing in and calling an API")
+    func readmeExample() async throws {
+        var configuration = DevServer.Configuration()
+        configuration.passwordIterations = 1000
+        configuration.users = [(email: "readme@example.com", password: "correct-horse")]
+        let server = try DevServer(configuration: configuration)
+        try server.start()
+        defer { server.stop() }
+        let appSupport = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: appSupport) }
+        let email = "readme@example.com"
+        let password = "correct-horse"
+        let local = try #require(server.localURL).absoluteString + "/"
+
+        // README, verbatim but for the URL:
+        // swift-format-ignore: NeverForceUnwrap
+        // (the README shows the force unwrap a reader would write for a literal URL)
+        let baseURL = URL(string: local)!
+        let provider = RESTAuthProvider(baseURL: baseURL)
+        let store = try FileTokenStore(directory: appSupport.appendingPathComponent("credentials"))
+        let session = AuthSession(provider: provider, store: store)
+
+        try await session.signIn(with: try await provider.login(email: email, password: password))
+
+        let api = AuthorizedClient(session: session, baseURL: baseURL)
+        let me: User = try await api.get("/me")
+        let response = try await api.send(Endpoint("POST", "/logout", body: Data("{}".utf8)))
+        await session.signOut()
+
+        #expect(me.email == email)
+        #expect(response.status == 204 && response.body.isEmpty)
+        #expect(try await store.load(profile: "default") == nil)
+    }
+}
