@@ -29,30 +29,27 @@ extension DevServer {
     }
 
     func appleExchange(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        let body: JOSEObject
-        switch Self.jsonBody(request) {
-        case .success(let object): body = object
-        case .failure(let error): return error.response
-        }
-        guard let identityToken = body["identityToken"]?.stringValue, let nonce = body["nonce"]?.stringValue,
-            !nonce.isEmpty
-        else { return Self.error(400, "invalid_request", "identityToken and nonce are required strings") }
-        do {
-            var policy = ClaimValidationPolicy(
-                issuer: Self.appleIssuer, audience: configuration.appleBundleID, nonce: Self.appleNonceHash(nonce),
-                requiredClaims: ["exp", "iat", "sub"])
-            policy.maxAge = 600
-            let verifier = JWTVerifier(keys: try appleKeySet(), policy: policy)
-            let claims = try verifier.verifiedClaims(of: identityToken, now: Date())
-            guard let subject = claims.subject else { return Self.error(401, "invalid_grant", "no subject") }
-            let email = claims["email"]?.stringValue.map(Self.normalize(email:))
-            let user = try store.appleUser(subject: subject, email: email, now: now)
-            state.withLock { $0.counters.appleExchanges += 1 }
-            return try authResponse(for: user, status: 200)
-        } catch let error as JOSEError {
-            return Self.error(401, "invalid_grant", "the identity token was rejected: \(error.code)")
-        } catch {
-            return Self.error(500, "server_error", "the exchange could not be completed")
+        Self.withJSONBody(request) { body in
+            guard let identityToken = body["identityToken"]?.stringValue, let nonce = body["nonce"]?.stringValue,
+                !nonce.isEmpty
+            else { return Self.error(400, "invalid_request", "identityToken and nonce are required strings") }
+            do {
+                var policy = ClaimValidationPolicy(
+                    issuer: Self.appleIssuer, audience: configuration.appleBundleID, nonce: Self.appleNonceHash(nonce),
+                    requiredClaims: ["exp", "iat", "sub"])
+                policy.maxAge = 600
+                let verifier = JWTVerifier(keys: try appleKeySet(), policy: policy)
+                let claims = try verifier.verifiedClaims(of: identityToken, now: Date())
+                guard let subject = claims.subject else { return Self.error(401, "invalid_grant", "no subject") }
+                let email = claims["email"]?.stringValue.map(Self.normalize(email:))
+                let user = try store.appleUser(subject: subject, email: email, now: now)
+                state.withLock { $0.counters.appleExchanges += 1 }
+                return try authResponse(for: user, status: 200)
+            } catch let error as JOSEError {
+                return Self.error(401, "invalid_grant", "the identity token was rejected: \(error.code)")
+            } catch {
+                return Self.error(500, "server_error", "the exchange could not be completed")
+            }
         }
     }
 
@@ -62,32 +59,29 @@ extension DevServer {
     /// Body: `{"sub","email","nonce"}` (the raw nonce; the token carries its SHA-256), and for
     /// negative tests optionally `"aud"`, `"iss"` and `"expiresIn"` (seconds, may be negative).
     func mintAppleToken(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        let body: JOSEObject
-        switch Self.jsonBody(request) {
-        case .success(let object): body = object
-        case .failure(let error): return error.response
-        }
-        guard let subject = body["sub"]?.stringValue, let nonce = body["nonce"]?.stringValue else {
-            return Self.error(400, "invalid_request", "sub and nonce are required strings")
-        }
-        do {
-            let issued = now
-            var claims = JOSEObject()
-            claims["iss"] = .string(body["iss"]?.stringValue ?? Self.appleIssuer)
-            claims["aud"] = .string(body["aud"]?.stringValue ?? configuration.appleBundleID)
-            claims["sub"] = .string(subject)
-            claims["iat"] = .integer(issued)
-            claims["exp"] = .integer(issued + Int64(body["expiresIn"]?.doubleValue ?? 600))
-            claims["nonce"] = .string(Self.appleNonceHash(nonce))
-            claims["nonce_supported"] = true
-            if let email = body["email"]?.stringValue {
-                claims["email"] = .string(email)
-                claims["email_verified"] = true
+        Self.withJSONBody(request) { body in
+            guard let subject = body["sub"]?.stringValue, let nonce = body["nonce"]?.stringValue else {
+                return Self.error(400, "invalid_request", "sub and nonce are required strings")
             }
-            let token = try JWT.sign(JWTClaims(claims), key: try standInAppleKey(), algorithm: .rs256, type: nil)
-            return .json(200, JOSEValue.object(["identityToken": .string(token)]).jsonData)
-        } catch {
-            return Self.error(500, "server_error", "the token could not be minted")
+            do {
+                let issued = now
+                var claims = JOSEObject()
+                claims["iss"] = .string(body["iss"]?.stringValue ?? Self.appleIssuer)
+                claims["aud"] = .string(body["aud"]?.stringValue ?? configuration.appleBundleID)
+                claims["sub"] = .string(subject)
+                claims["iat"] = .integer(issued)
+                claims["exp"] = .integer(issued + Int64(body["expiresIn"]?.doubleValue ?? 600))
+                claims["nonce"] = .string(Self.appleNonceHash(nonce))
+                claims["nonce_supported"] = true
+                if let email = body["email"]?.stringValue {
+                    claims["email"] = .string(email)
+                    claims["email_verified"] = true
+                }
+                let token = try JWT.sign(JWTClaims(claims), key: try standInAppleKey(), algorithm: .rs256, type: nil)
+                return .json(200, JOSEValue.object(["identityToken": .string(token)]).jsonData)
+            } catch {
+                return Self.error(500, "server_error", "the token could not be minted")
+            }
         }
     }
 

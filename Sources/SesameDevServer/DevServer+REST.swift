@@ -9,87 +9,81 @@ extension DevServer {
     private static let dummySalt = [UInt8](repeating: 0x5A, count: 16)
 
     func register(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        let body: JOSEObject
-        switch Self.jsonBody(request) {
-        case .success(let object): body = object
-        case .failure(let error): return error.response
-        }
-        guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
-            return Self.error(400, "invalid_request", "email and password are required strings")
-        }
-        let email = Self.normalize(email: rawEmail)
-        guard Self.isPlausible(email: email) else {
-            return Self.error(400, "invalid_request", "the email is not valid")
-        }
-        guard password.count >= 8 else {
-            return Self.error(400, "invalid_request", "the password must have at least 8 characters")
-        }
-        guard password.utf8.count <= 1024 else { return Self.error(400, "invalid_request", "the password is too long") }
-        let iterations = configuration.passwordIterations
-        let salt = JOSECrypto.randomBytes(16)
-        let hash = hashPassword(password, salt: salt, iterations: iterations)
-        do {
-            guard
-                let user = try store.createUser(
-                    email: email, passwordHash: hash, salt: salt, iterations: iterations, now: now)
-            else { return Self.error(409, "email_taken", "an account with this email exists") }
-            state.withLock { $0.counters.registrations += 1 }
-            return try authResponse(for: user, status: 201)
-        } catch {
-            return Self.error(500, "server_error", "the account could not be stored")
+        Self.withJSONBody(request) { body in
+            guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
+                return Self.error(400, "invalid_request", "email and password are required strings")
+            }
+            let email = Self.normalize(email: rawEmail)
+            guard Self.isPlausible(email: email) else {
+                return Self.error(400, "invalid_request", "the email is not valid")
+            }
+            guard password.count >= 8 else {
+                return Self.error(400, "invalid_request", "the password must have at least 8 characters")
+            }
+            guard password.utf8.count <= 1024 else {
+                return Self.error(400, "invalid_request", "the password is too long")
+            }
+            let iterations = configuration.passwordIterations
+            let salt = JOSECrypto.randomBytes(16)
+            let hash = hashPassword(password, salt: salt, iterations: iterations)
+            do {
+                guard
+                    let user = try store.createUser(
+                        email: email, passwordHash: hash, salt: salt, iterations: iterations, now: now)
+                else { return Self.error(409, "email_taken", "an account with this email exists") }
+                state.withLock { $0.counters.registrations += 1 }
+                return try authResponse(for: user, status: 201)
+            } catch {
+                return Self.error(500, "server_error", "the account could not be stored")
+            }
         }
     }
 
     func login(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        let body: JOSEObject
-        switch Self.jsonBody(request) {
-        case .success(let object): body = object
-        case .failure(let error): return error.response
-        }
-        guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
-            return Self.error(400, "invalid_request", "email and password are required strings")
-        }
-        do {
-            let record = try store.passwordRecord(email: Self.normalize(email: rawEmail))
-            let hash = hashPassword(
-                password, salt: record?.salt ?? Self.dummySalt,
-                iterations: record?.iterations ?? configuration.passwordIterations)
-            guard let record, ConstantTime.equals(hash, record.hash) else {
-                return Self.error(401, "invalid_credentials", "the email or password is wrong")
+        Self.withJSONBody(request) { body in
+            guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
+                return Self.error(400, "invalid_request", "email and password are required strings")
             }
-            state.withLock { $0.counters.logins += 1 }
-            return try authResponse(for: record.user, status: 200)
-        } catch {
-            return Self.error(500, "server_error", "the sign-in could not be completed")
+            do {
+                let record = try store.passwordRecord(email: Self.normalize(email: rawEmail))
+                let hash = hashPassword(
+                    password, salt: record?.salt ?? Self.dummySalt,
+                    iterations: record?.iterations ?? configuration.passwordIterations)
+                guard let record, ConstantTime.equals(hash, record.hash) else {
+                    return Self.error(401, "invalid_credentials", "the email or password is wrong")
+                }
+                state.withLock { $0.counters.logins += 1 }
+                return try authResponse(for: record.user, status: 200)
+            } catch {
+                return Self.error(500, "server_error", "the sign-in could not be completed")
+            }
         }
     }
 
     func refresh(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        let body: JOSEObject
-        switch Self.jsonBody(request) {
-        case .success(let object): body = object
-        case .failure(let error): return error.response
-        }
-        guard let token = body["refreshToken"]?.stringValue, !token.isEmpty else {
-            return Self.error(400, "invalid_request", "refreshToken is a required string")
-        }
-        do {
-            switch try store.rotate(token, ttl: configuration.refreshTokenTTL, now: now) {
-            case .rotated(let user, let next):
-                state.withLock { $0.counters.refreshes += 1 }
-                return try authResponse(for: user, status: 200, refreshToken: next)
-            case .reused:
-                state.withLock {
-                    $0.counters.reuseDetections += 1
-                    $0.counters.refreshFailures += 1
-                }
-                return Self.error(401, "invalid_grant", "the refresh token was already used; its session is revoked")
-            case .unknown, .expired, .revoked:
-                state.withLock { $0.counters.refreshFailures += 1 }
-                return Self.error(401, "invalid_grant", "the refresh token is invalid, expired or revoked")
+        Self.withJSONBody(request) { body in
+            guard let token = body["refreshToken"]?.stringValue, !token.isEmpty else {
+                return Self.error(400, "invalid_request", "refreshToken is a required string")
             }
-        } catch {
-            return Self.error(500, "server_error", "the refresh could not be completed")
+            do {
+                switch try store.rotate(token, ttl: configuration.refreshTokenTTL, now: now) {
+                case .rotated(let user, let next):
+                    state.withLock { $0.counters.refreshes += 1 }
+                    return try authResponse(for: user, status: 200, refreshToken: next)
+                case .reused:
+                    state.withLock {
+                        $0.counters.reuseDetections += 1
+                        $0.counters.refreshFailures += 1
+                    }
+                    return Self.error(
+                        401, "invalid_grant", "the refresh token was already used; its session is revoked")
+                case .unknown, .expired, .revoked:
+                    state.withLock { $0.counters.refreshFailures += 1 }
+                    return Self.error(401, "invalid_grant", "the refresh token is invalid, expired or revoked")
+                }
+            } catch {
+                return Self.error(500, "server_error", "the refresh could not be completed")
+            }
         }
     }
 

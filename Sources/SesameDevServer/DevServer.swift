@@ -245,6 +245,16 @@ public final class DevServer: Sendable {
         return .success(object)
     }
 
+    /// Runs `handler` with the request's JSON object body, or answers the body's error (415 or 400).
+    static func withJSONBody(_ request: HTTPServerRequest, _ handler: (JOSEObject) -> HTTPServerResponse)
+        -> HTTPServerResponse
+    {
+        switch jsonBody(request) {
+        case .success(let object): handler(object)
+        case .failure(let error): error.response
+        }
+    }
+
     /// An error response carried through `Result`.
     struct ResponseError: Error {
         let response: HTTPServerResponse

@@ -8,12 +8,12 @@ import Testing
 struct RunningServer {
     let server: DevServer
     let client: HTTPTestClient
-    let logLines: LogLines
+    let logLines: LineCollector
 
     init(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000  // fast tests; the default is 100,000
-        let lines = LogLines()
+        let lines = LineCollector()
         configuration.log = { lines.append($0) }
         configure(&configuration)
         server = try DevServer(configuration: configuration)
@@ -36,25 +36,6 @@ struct RunningServer {
 
     func counters() async throws -> JOSEValue {
         try #require(try await client.send("GET", "/_dev/counters").json)
-    }
-}
-
-/// Collects log lines from the server's threads.
-final class LogLines: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var lines: [String] = []
-
-    func append(_ line: String) {
-        lock.lock()
-        lines.append(line)
-        lock.unlock()
-    }
-
-    var all: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines
     }
 }
 
@@ -239,7 +220,7 @@ final class LogLines: @unchecked Sendable {
         let refreshed = try #require(try await running.refresh(firstRefresh).json)
         _ = try await running.login("ivy@example.com", password)
         _ = try await running.client.send("GET", "/me", bearer: refreshed["accessToken"]?.stringValue)
-        let lines = running.logLines.all
+        let lines = running.logLines.lines
         #expect(lines.count == 4)
         #expect(lines.first?.hasPrefix("POST /register 201 ") == true)
         let secrets = [

@@ -10,7 +10,7 @@ import Testing
 @Suite struct SecretLeakTests {
     @Test("No token or password in server logs, session events, descriptions or error messages of a full flow")
     func fullFlowLeaksNothing() async throws {
-        let serverLog = LogCollector()
+        let serverLog = LineCollector()
         let harness = try Harness { configuration in
             configuration.log = { serverLog.append($0) }
         }
@@ -56,23 +56,5 @@ import Testing
         for text in seen {
             for secret in secrets { #expect(!text.contains(secret), "a secret appeared in: \(text.prefix(120))") }
         }
-    }
-}
-
-final class LogCollector: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var collected: [String] = []
-
-    func append(_ line: String) {
-        lock.lock()
-        collected.append(line)
-        lock.unlock()
-    }
-
-    var lines: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return collected
     }
 }
