@@ -81,6 +81,30 @@ import Testing
         #expect(transport.requests.allSatisfy { $0.url.host == "api.example" && $0.url.scheme == "https" })
     }
 
+    @Test("signOut deletes local credentials even when the server is unreachable")
+    func signOutOffline() async throws {
+        let harness = try Harness()
+        let tokens = try await harness.provider.register(email: "off@example.com", password: "correct-horse")
+        try await harness.session.signIn(with: tokens)
+        harness.server.stop()
+        await harness.session.signOut()
+        #expect(try await harness.store.load(profile: "default") == nil)
+        #expect(await harness.session.isSignedIn == false)
+    }
+
+    @Test("The user's raw claims survive storage")
+    func rawClaims() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("claims-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try FileTokenStore(directory: directory)
+        let tokens = TokenSet(
+            accessToken: "a",
+            user: .init(
+                id: "u", email: "e@example.com", claims: ["email": "e@example.com", "roles": ["admin", 1, true, nil]]))
+        try await store.save(tokens, profile: "default")
+        #expect(try await store.load(profile: "default")?.user?.claims?["roles"] == ["admin", 1, true, nil])
+    }
+
     @Test("Cancellation surfaces as CancellationError and keeps the session")
     func cancellation() async throws {
         let harness = try Harness()

@@ -1,5 +1,5 @@
 public import Foundation
-import SesameJOSE
+public import SesameJOSE
 
 /// The credentials of one signed-in identity.
 ///
@@ -12,11 +12,14 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         public var id: String
         /// The email address, when known.
         public var email: String?
+        /// Every claim the backend sent about the user (the REST `user` object, or the ID token's claims).
+        public var claims: [String: JOSEValue]?
 
         /// Creates a user.
-        public init(id: String, email: String? = nil) {
+        public init(id: String, email: String? = nil, claims: [String: JOSEValue]? = nil) {
             self.id = id
             self.email = email
+            self.claims = claims
         }
     }
 

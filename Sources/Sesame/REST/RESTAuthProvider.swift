@@ -120,7 +120,7 @@ public struct RESTAuthProvider: AuthProvider {
         let response = try await send("GET", contract.mePath, nil, bearer: tokens.accessToken)
         guard response.status == 200, let json = try? JOSEValue.parse(response.body), let id = json["id"]?.stringValue
         else { throw Self.error(from: response) }
-        return TokenSet.User(id: id, email: json["email"]?.stringValue)
+        return TokenSet.User(id: id, email: json["email"]?.stringValue, claims: json.objectValue?.dictionary)
     }
 
     // MARK: Plumbing
@@ -154,7 +154,8 @@ public struct RESTAuthProvider: AuthProvider {
     public static func parseAuthResponse(_ json: JOSEValue, receivedAt: Date) -> TokenSet? {
         guard let access = json["accessToken"]?.stringValue, !access.isEmpty else { return nil }
         let user = json["user"]?["id"]?.stringValue.map {
-            TokenSet.User(id: $0, email: json["user"]?["email"]?.stringValue)
+            TokenSet.User(
+                id: $0, email: json["user"]?["email"]?.stringValue, claims: json["user"]?.objectValue?.dictionary)
         }
         return TokenSet(
             accessToken: access,
