@@ -9,23 +9,10 @@ import Testing
 @Suite struct ServeCommandTests {
     @Test("serve prints its URL, serves the REST contract, logs without secrets, and stops on SIGINT with exit 0")
     func serveLifecycle() async throws {
-        let process = Process()
-        process.executableURL = CLIRunner.binary
-        process.arguments = [
-            "serve", "--port", "0", "--user", "ann@example.com:Secret-Horse-42", "--password-iterations", "1000",
-        ]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        var line = ""
-        while !line.hasSuffix("\n") {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            line += String(decoding: byte, as: UTF8.self)
-        }
-        let base = try #require(URL(string: line.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logFile) }
+        let server = try ServeProcess(["--user", "ann@example.com:Secret-Horse-42"], log: logFile)
+        let base = server.base
         #expect(base.absoluteString.hasPrefix("http://127.0.0.1:"))
 
         var login = URLRequest(url: base.appendingPathComponent("login"))
@@ -37,10 +24,8 @@ import Testing
         let token = try #require(
             (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["accessToken"] as? String)
 
-        process.interrupt()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(server.interrupt() == 0)
+        let log = try String(contentsOf: logFile, encoding: .utf8)
         #expect(log.contains("POST /login 200 "))
         #expect(log.contains("sesame serve: stopped"))
         #expect(!log.contains("Secret-Horse-42") && !log.contains(token))

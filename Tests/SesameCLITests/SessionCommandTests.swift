@@ -10,12 +10,18 @@ final class ServeProcess {
     let process = Process()
     let base: URL
 
-    init(_ extra: [String] = []) throws {
+    /// Starts `sesame serve` on an ephemeral port; its stderr (the request log) goes to `log` when given.
+    init(_ extra: [String] = [], log: URL? = nil) throws {
         process.executableURL = CLIRunner.binary
         process.arguments = ["serve", "--port", "0", "--password-iterations", "1000"] + extra
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if let log {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         var line = ""
         while !line.hasSuffix("\n") {
@@ -34,10 +40,15 @@ final class ServeProcess {
         return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 
-    deinit {
-        process.interrupt()
+    /// Stops the server as Ctrl-C would and returns its exit status.
+    @discardableResult
+    func interrupt() -> Int32 {
+        if process.isRunning { process.interrupt() }
         process.waitUntilExit()
+        return process.terminationStatus
     }
+
+    deinit { interrupt() }
 }
 
 @Suite struct SessionCommandTests {
