@@ -11,6 +11,7 @@ private let verifier: JWTVerifier? = {
     return JWTVerifier(keys: keys)
 }()
 
+/// libFuzzer calls this with each input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJOSE(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
