@@ -154,7 +154,12 @@ final class ServeProcess {
             bus_pid=$(cat '\(logFile.path).pid')
             echo -n pw | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
             keyring=$!
-            sleep 0.5
+            # Wait (up to 10 s) until the keyring owns its bus name.
+            for _ in $(seq 1 100); do
+                dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+                    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+                sleep 0.1
+            done
             run() {
                 export SESAME_HOME='\(home.path)'
                 echo pw-correct-horse | '\(binary)' register --rest '\(server.base.absoluteString)' --email kay@example.com || return 11

@@ -198,14 +198,14 @@ struct Me: Decodable, Equatable {
         defer { harness.server.stop() }
         try await harness.session.signIn(
             with: try await harness.provider.register(email: "gil@example.com", password: "correct-horse"))
-        try await harness.setFaults("POST /refresh-token:latency=400ms")
+        try await harness.setFaults("POST /refresh-token:latency=1s")
         harness.clock.advance(by: 901)
         let session = harness.session
         let refreshing = Task { try await session.validTokens() }
         try await Task.sleep(for: .milliseconds(150))
         await session.signOut()
         await #expect(throws: AuthError.self) { try await refreshing.value }
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(1000))
         #expect(try await harness.store.load(profile: "default") == nil)
         #expect(await session.isSignedIn == false)
     }
