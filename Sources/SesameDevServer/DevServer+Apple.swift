@@ -7,11 +7,8 @@ extension DevServer {
     /// Apple's issuer, which identity tokens must carry.
     static let appleIssuer = "https://appleid.apple.com"
 
-    /// The `nonce` claim Apple puts in a token for `rawNonce` (lowercase hex SHA-256), for tests and tools.
-    public static func appleNonceHashForTests(_ rawNonce: String) -> String { appleNonceHash(rawNonce) }
-
-    /// `nonce` in an Apple identity token is the lowercase hex SHA-256 of the raw nonce the app generated.
-    static func appleNonceHash(_ rawNonce: String) -> String {
+    /// The `nonce` claim of an Apple identity token: the lowercase hex SHA-256 of the raw nonce the app generated.
+    public static func appleNonceHash(_ rawNonce: String) -> String {
         JOSECrypto.sha256(Array(rawNonce.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 

@@ -162,8 +162,10 @@ public final class DevServer: Sendable {
         let isDev = request.path.hasPrefix("/_dev/")
         if !isDev {
             let route = known ? "\(request.method) \(request.path)" : "other"
-            state.withLock { $0.counters.requests[route, default: 0] += 1 }
-            let faults = state.withLock { $0.faults }
+            let faults = state.withLock { state in
+                state.counters.requests[route, default: 0] += 1
+                return state.faults
+            }
             for action in faults.actions(method: request.method, path: request.path) {
                 switch action {
                 case .latency(let seconds): Thread.sleep(forTimeInterval: seconds)
@@ -234,31 +236,17 @@ public final class DevServer: Sendable {
         error(401, "invalid_token", description)
     }
 
-    /// The request's JSON object body, or the error response to send.
-    static func jsonBody(_ request: HTTPServerRequest) -> Result<JOSEObject, ResponseError> {
-        guard request.hasJSONBody else {
-            return .failure(ResponseError(error(415, "invalid_request", "Content-Type must be application/json")))
-        }
-        guard let value = try? JOSEValue.parse(request.body), let object = value.objectValue else {
-            return .failure(ResponseError(error(400, "invalid_request", "the body must be a JSON object")))
-        }
-        return .success(object)
-    }
-
-    /// Runs `handler` with the request's JSON object body, or answers the body's error (415 or 400).
+    /// Runs `handler` with the request's JSON object body, or answers 415 (not JSON) or 400 (not an object).
     static func withJSONBody(_ request: HTTPServerRequest, _ handler: (JOSEObject) -> HTTPServerResponse)
         -> HTTPServerResponse
     {
-        switch jsonBody(request) {
-        case .success(let object): handler(object)
-        case .failure(let error): error.response
+        guard request.hasJSONBody else {
+            return error(415, "invalid_request", "Content-Type must be application/json")
         }
-    }
-
-    /// An error response carried through `Result`.
-    struct ResponseError: Error {
-        let response: HTTPServerResponse
-        init(_ response: HTTPServerResponse) { self.response = response }
+        guard let value = try? JOSEValue.parse(request.body), let object = value.objectValue else {
+            return error(400, "invalid_request", "the body must be a JSON object")
+        }
+        return handler(object)
     }
 
     var now: Int64 { Int64(Date().timeIntervalSince1970) }

@@ -13,9 +13,6 @@ public struct HTTPRouter: Sendable {
         routes[path, default: [:]][method] = handler
     }
 
-    /// The paths with at least one route.
-    public var paths: [String] { routes.keys.sorted() }
-
     /// Whether `path` has a route.
     public func hasRoute(_ path: String) -> Bool { routes[path] != nil }
 

@@ -35,7 +35,7 @@ import Testing
         let token = try await mint(running)
         let claims = try JWT.unverifiedClaims(of: token)
         #expect(claims.issuer == "https://appleid.apple.com" && claims.audience == ["dev.sesame.demo"])
-        #expect(claims.nonce == DevServer.appleNonceHashForTests("raw-nonce-1"))
+        #expect(claims.nonce == DevServer.appleNonceHash("raw-nonce-1"))
         let first = try await exchange(running, token)
         #expect(first.status == 200 && first.json?["user"]?["email"] == "jo@privaterelay.appleid.com")
         let second = try await exchange(running, try await mint(running, nonce: "raw-nonce-2"), nonce: "raw-nonce-2")

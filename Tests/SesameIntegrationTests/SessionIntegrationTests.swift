@@ -140,8 +140,8 @@ struct Me: Decodable, Equatable {
         await #expect(throws: AuthError.self) { try await harness.client.get("/me", as: Me.self) }
         #expect(try await harness.counter("refreshes") == 1)
         let scoped = HTTPResponse(status: 401, headers: ["WWW-Authenticate": "Bearer error=\"insufficient_scope\""])
-        #expect(AuthorizedClient.invitesRefreshForTests(scoped) == false)
-        #expect(AuthorizedClient.invitesRefreshForTests(HTTPResponse(status: 401)))
+        #expect(AuthorizedClient.invitesRefresh(scoped) == false)
+        #expect(AuthorizedClient.invitesRefresh(HTTPResponse(status: 401)))
     }
 
     @Test("30 % injected 5xx on refresh: no sign-out, the credentials stay, and a retry eventually succeeds")

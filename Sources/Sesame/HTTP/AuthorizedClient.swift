@@ -170,14 +170,11 @@ public struct AuthorizedClient: Sendable {
         }
     }
 
-    /// ``invitesRefresh(_:)``, for tests.
-    package static func invitesRefreshForTests(_ response: HTTPResponse) -> Bool { invitesRefresh(response) }
-
     /// Whether a 401 asks for a new token: a Bearer challenge with `error="invalid_token"`, or no challenge at all
     /// (RFC 6750 §3.1; HTTP-01).
     ///
     /// `insufficient_scope` and other errors do not.
-    static func invitesRefresh(_ response: HTTPResponse) -> Bool {
+    package static func invitesRefresh(_ response: HTTPResponse) -> Bool {
         guard let challenge = response.header("www-authenticate") else { return true }
         let lowered = challenge.lowercased()
         guard lowered.hasPrefix("bearer") else { return false }
