@@ -3,6 +3,7 @@ import Sesame
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// Collects everything a full flow logs, describes and throws, and fails if any token, password, code or

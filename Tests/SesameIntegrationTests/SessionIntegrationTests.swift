@@ -3,31 +3,10 @@ import Sesame
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
-/// A clock the test moves by hand.
-final class ManualClock: TimeSource, @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var offset: TimeInterval = 0
-
-    var now: Date {
-        lock.lock()
-        defer { lock.unlock() }
-        return Date().addingTimeInterval(offset)
-    }
-
-    func advance(by seconds: TimeInterval) {
-        lock.lock()
-        offset += seconds
-        lock.unlock()
-    }
-}
-
 /// A dev server plus a REST provider and a session against it, all over real loopback HTTP.
-///
-/// The session's clock
-/// is manual, so "the access token has expired" is one call instead of a sleep.
 struct Harness {
     let server: DevServer
     let provider: RESTAuthProvider
@@ -35,7 +14,9 @@ struct Harness {
     let session: AuthSession
     let client: AuthorizedClient
     let admin: HTTPTestClient
-    let clock = ManualClock()
+    /// The clock of both the provider (expiry at receipt) and the session (expiry decisions), so that
+    /// "the access token has expired" is one `advance` instead of a sleep.
+    let clock = ManualTimeSource(Date())
 
     init(
         store: InMemoryTokenStore = InMemoryTokenStore(),
@@ -48,7 +29,7 @@ struct Harness {
         server = try DevServer(configuration: configuration)
         try server.start()
         let base = try #require(server.localURL)
-        provider = RESTAuthProvider(baseURL: base)
+        provider = RESTAuthProvider(baseURL: base, timeSource: clock)
         self.store = store
         session = AuthSession(
             provider: provider, store: store, timeSource: clock, refreshLeeway: 0, refreshBudget: budget)
