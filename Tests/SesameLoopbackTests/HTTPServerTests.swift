@@ -50,7 +50,7 @@ import Testing
         #expect((emptyResponse as? HTTPURLResponse)?.statusCode == 204 && empty.isEmpty)
     }
 
-    @Test("Host localhost binds 127.0.0.1 and ::1 on one port; ::1 alone binds IPv6 only")
+    @Test("Host localhost binds 127.0.0.1 and ::1 on one port; ::1 alone serves over IPv6")
     func ipv6() throws {
         let both = try Self.makeServer { $0.host = "localhost" }
         defer { both.stop() }
@@ -65,7 +65,8 @@ import Testing
         let client = try RawClient(port: v6.port, host: "::1")
         client.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
         #expect(client.readToEnd().hasSuffix("hello world"))
-        #expect(throws: (any Error).self) { try RawClient(port: v6.port) }  // nothing on 127.0.0.1
+        // (Whether 127.0.0.1 answers on that port number is not asserted: the IPv4 port is free for any other
+        // server of the parallel test run to take.)
     }
 
     @Test("Port 0 picks a free port; a second server cannot take it; stop releases it")
@@ -172,6 +173,7 @@ import Testing
         let answer = client.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.hasSuffix("done"))
         #expect(answer.contains("Connection: close"))
-        #expect(throws: (any Error).self) { try RawClient(port: server.port) }
+        // (That the port is released is asserted by portLifecycle, which binds it again; connecting here would race
+        // with other servers of the parallel run that may take the same number.)
     }
 }
