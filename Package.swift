@@ -36,6 +36,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libcurl (Debian `libcurl4-openssl-dev`) for the Linux transport, which waits in the kernel instead of
+        // spinning like FoundationNetworking's URLSession. Apple platforms use URLSession.
+        .systemLibrary(
+            name: "CSesameCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The Linux keyring through libsecret, opened with dlopen at run time (builds without libsecret).
         .target(
             name: "CSesameSecret",
@@ -46,6 +53,7 @@ let package = Package(
             dependencies: [
                 "SesameJOSE",
                 .target(name: "CSesameSecret", condition: .when(platforms: [.linux, .android, .openbsd])),
+                .target(name: "CSesameCurl", condition: .when(platforms: [.linux, .android, .openbsd])),
             ],
             swiftSettings: swiftSettings
         ),

@@ -7,6 +7,7 @@ missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # the dev server's store
+pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)  # the Linux HTTP transport
 command -v python3 >/dev/null 2>&1 || missing+=(python3)  # the CLI tests' one-shot HTTP server
 # The real Linux keyring for the Secret Service store's test (a private D-Bus session runs it).
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)

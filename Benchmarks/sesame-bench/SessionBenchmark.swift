@@ -35,13 +35,15 @@ enum SessionBenchmark {
         let start = ContinuousClock.now
         let succeeded = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<requests {
-                group.addTask { (try? await client.send(Endpoint("GET", "/me")))?.status == 200 }
+                group.addTask { (try? await client.send(AuthorizedClient.Endpoint("GET", "/me")))?.status == 200 }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         let elapsed = ContinuousClock.now - start
         let counters = try JOSEValue.parse(
-            try await transport.send(HTTPRequest(method: "GET", url: base.appendingPathComponent("_dev/counters"))).body
+            try await transport.send(
+                SesameHTTP.Request(method: "GET", url: base.appendingPathComponent("_dev/counters"))
+            ).body
         )
         let refreshes = counters["refreshes"]?.doubleValue ?? -1
         print("session_requests \(requests)")
@@ -50,21 +52,21 @@ enum SessionBenchmark {
         report("session_requests_per_sec", Double(requests) / seconds(elapsed))
 
         // Latency: the same GET /me, raw transport with the header set by hand vs AuthorizedClient, alternating.
-        let current = try await session.validTokens().tokens
-        let raw = HTTPRequest(
+        let current = try await session.validTokens()
+        let raw = SesameHTTP.Request(
             method: "GET", url: base.appendingPathComponent("me"),
             headers: ["Authorization": "Bearer \(current.accessToken)", "Accept": "application/json"])
         var rawTimes: [Double] = []
         var clientTimes: [Double] = []
         for _ in 0..<(samples / 10) {  // warm-up
             _ = try await transport.send(raw)
-            _ = try await client.send(Endpoint("GET", "/me"))
+            _ = try await client.send(AuthorizedClient.Endpoint("GET", "/me"))
         }
         for _ in 0..<samples {
             let t0 = ContinuousClock.now
             _ = try await transport.send(raw)
             let t1 = ContinuousClock.now
-            _ = try await client.send(Endpoint("GET", "/me"))
+            _ = try await client.send(AuthorizedClient.Endpoint("GET", "/me"))
             let t2 = ContinuousClock.now
             rawTimes.append(seconds(t1 - t0))
             clientTimes.append(seconds(t2 - t1))

@@ -14,29 +14,27 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     /// One scripted outcome.
     public enum Step: Sendable {
         /// A response.
-        case response(HTTPResponse)
+        case response(SesameHTTP.Response)
         /// A transport failure (no response arrived).
         case failure(AuthError)
 
         /// A JSON response.
-        public static func json(_ status: Int, _ body: String, headers: [String: String] = [:]) -> Step {
-            .response(
-                HTTPResponse(
-                    status: status,
-                    headers: headers.merging(["Content-Type": "application/json"]) { first, _ in first },
-                    body: Data(body.utf8)))
+        public static func json(_ status: Int, _ body: String, headers: SesameHTTP.Headers = [:]) -> Step {
+            var headers = headers
+            if !headers.contains("Content-Type") { headers["Content-Type"] = "application/json" }
+            return .response(SesameHTTP.Response(status: status, headers: headers, body: Data(body.utf8)))
         }
 
         /// An empty response (204 by default).
-        public static func empty(_ status: Int = 204, headers: [String: String] = [:]) -> Step {
-            .response(HTTPResponse(status: status, headers: headers))
+        public static func empty(_ status: Int = 204, headers: SesameHTTP.Headers = [:]) -> Step {
+            .response(SesameHTTP.Response(status: status, headers: headers))
         }
     }
 
     // `steps` and `recorded` are only touched under `lock`.
     private let lock = NSLock()
     private var steps: [Step] = []
-    private var recorded: [HTTPRequest] = []
+    private var recorded: [SesameHTTP.Request] = []
 
     /// An empty script.
     public init() {}
@@ -49,14 +47,14 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     }
 
     /// Every request sent so far, in order.
-    public var requests: [HTTPRequest] {
+    public var requests: [SesameHTTP.Request] {
         lock.lock()
         defer { lock.unlock() }
         return recorded
     }
 
     /// Records the request and plays the next step; an empty script is a transport failure.
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
         try Task.checkCancellation()
         let step: Step? = {
             lock.lock()

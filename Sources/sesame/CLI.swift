@@ -65,13 +65,19 @@ enum CLI {
             printError(code: error.code.rawValue, message: error.message)
             return .failure
         } catch let error as AuthError {
-            printError(code: error.serverResponse?.error.rawValue ?? error.code.rawValue, message: error.message)
+            printError(code: error.serverResponse?.error ?? error.code.rawValue, message: Self.message(error))
             if error.requiresReauthentication { return .notSignedIn }
             return error.isTransient ? .transient : .failure
         } catch {
             printError(code: "failure", message: "\(error)")
             return .failure
         }
+    }
+
+    /// The error's message, then the server's own explanation when it gave one.
+    static func message(_ error: AuthError) -> String {
+        guard let detail = error.serverResponse?.errorDescription, !detail.isEmpty else { return error.message }
+        return "\(error.message): \(detail)"
     }
 
     static func printError(code: String, message: String) {

@@ -101,15 +101,9 @@ enum SessionCommands {
     static func token(_ arguments: ParsedArguments) async throws {
         let context = try Context(arguments)
         let (session, _) = try context.session()
-        let tokens: TokenSet
-        if arguments.flags.contains("--force-refresh") {
-            guard await session.isSignedIn else {
-                throw AuthError(.notSignedIn, "profile \(context.profile) is not signed in")
-            }
-            tokens = try await session.refresh(after: await session.generation).tokens
-        } else {
-            tokens = try await session.validTokens().tokens
-        }
+        let tokens =
+            arguments.flags.contains("--force-refresh")
+            ? try await session.forceRefresh() : try await session.validTokens()
         if arguments.flags.contains("--json") {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
             if let expiresAt = tokens.expiresAt { json["expiresAt"] = .integer(Int64(expiresAt.timeIntervalSince1970)) }
@@ -123,7 +117,7 @@ enum SessionCommands {
         let context = try Context(arguments)
         let settings = try context.settings()
         let (session, _) = try context.session()
-        guard let tokens = await session.currentTokens else {
+        guard let tokens = try await session.currentTokens else {
             throw AuthError(.notSignedIn, "profile \(context.profile) is not signed in")
         }
         var status: JOSEObject = [
@@ -151,13 +145,12 @@ enum SessionCommands {
 
     static func request(_ arguments: ParsedArguments) async throws {
         let context = try Context(arguments)
-        guard let target = try arguments.atMostOnePositional("URL"), let url = URL(string: target), let host = url.host,
-            let scheme = url.scheme
-        else { throw CLIError.usage("request needs a URL") }
-        var origin = "\(scheme)://\(host)"
-        if let port = url.port { origin += ":\(port)" }
-        guard let base = URL(string: origin) else { throw CLIError.usage("bad URL") }
-        var headers: [String: String] = [:]
+        let settings = try context.settings()
+        guard let base = URL(string: settings.baseURL) else { throw CLIError.usage("bad base URL in the profile") }
+        guard let target = try arguments.atMostOnePositional("PATH|URL") else {
+            throw CLIError.usage("request needs a PATH (resolved against \(settings.baseURL)) or a URL")
+        }
+        var headers = SesameHTTP.Headers()
         for header in arguments.values("-H") {
             guard let colon = header.firstIndex(of: ":") else { throw CLIError.usage("-H takes 'Name: value'") }
             headers[String(header[..<colon])] = header[header.index(after: colon)...].trimmingCharacters(
@@ -165,29 +158,44 @@ enum SessionCommands {
         }
         let body = try arguments.value("-d").map { Data($0.utf8) }
         let method = try arguments.value("-X") ?? (body == nil ? "GET" : "POST")
-        if body != nil, headers.keys.allSatisfy({ $0.lowercased() != "content-type" }) {
-            headers["Content-Type"] = "application/json"
-        }
+        if body != nil, !headers.contains("Content-Type") { headers["Content-Type"] = "application/json" }
         let (session, _) = try context.session()
         let client = AuthorizedClient(session: session, baseURL: base)
-        let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        let isURL = target.hasPrefix("http://") || target.hasPrefix("https://")
+        if isURL {
+            guard let url = URL(string: target), url.host != nil else { throw CLIError.usage("bad URL \(target)") }
+            guard client.mayReceiveCredentials(url) else {
+                throw CLIError.usage(
+                    "refusing to send the profile's credentials to \(SesameHTTP.Origin(url)?.description ?? target): "
+                        + "they belong to \(SesameHTTP.Origin(base)?.description ?? settings.baseURL)")
+            }
+        }
         let response = try await client.send(
-            Endpoint(method, url.path.isEmpty ? "/" : url.path, query: query, headers: headers, body: body))
+            AuthorizedClient.Endpoint(
+                method, isURL || target.hasPrefix("/") ? target : "/" + target, headers: headers, body: body))
         FileHandle.standardOutput.write(response.body)
-        guard (200..<300).contains(response.status) else {
+        guard response.isSuccess else {
+            let transient = response.status >= 500 || response.status == 429
             throw CLIError(
-                status: .failure, code: "http_\(response.status)", message: "the server answered \(response.status)")
+                status: transient ? .transient : .failure, code: "http_\(response.status)",
+                message: "the server answered \(response.status)")
         }
     }
 
     static func logout(_ arguments: ParsedArguments) async throws {
         let context = try Context(arguments)
         let (session, provider) = try context.session()
-        if arguments.flags.contains("--no-revoke") {
-            try await context.store.delete(profile: context.profile)
-        } else {
-            _ = provider
-            await session.signOut()
+        _ = provider
+        let result = await session.signOut(revoke: !arguments.flags.contains("--no-revoke"))
+        if case .failed(let error) = result.revocation {
+            FileHandle.standardError.write(
+                Data(
+                    "warning: the server did not confirm the sign-out (\(CLI.message(error))); local credentials were deleted\n"
+                        .utf8))
+        }
+        guard result.credentialsRemoved else {
+            throw AuthError(
+                .storeUnavailable, "the local credentials of profile \(context.profile) could not be deleted")
         }
         try? FileManager.default.removeItem(at: context.settingsURL)
         FileHandle.standardError.write(Data("signed out (profile \(context.profile))\n".utf8))

@@ -39,10 +39,12 @@ import Testing
         let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
 
         transport.enqueue(.empty(401))
-        #expect(try await client.send(Endpoint("GET", "/public", authorization: .none)).status == 401)
+        #expect(try await client.send(AuthorizedClient.Endpoint("GET", "/public", authorization: .none)).status == 401)
         transport.enqueue(.empty(401))
         #expect(
-            try await client.send(Endpoint("GET", "/basic", authorization: .basic(user: "u", password: "p"))).status
+            try await client.send(
+                AuthorizedClient.Endpoint("GET", "/basic", authorization: .basic(user: "u", password: "p"))
+            ).status
                 == 401)
         #expect(transport.requests.count == 2)
         #expect(transport.requests[0].headers["Authorization"] == nil)
@@ -52,14 +54,20 @@ import Testing
             .empty(401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]),
             .json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":3600}"#),
             .json(200, #"{"ok":true}"#))
-        let custom = Endpoint("GET", "/custom", authorization: .custom { ["X-Token": $0.accessToken] })
+        let custom = AuthorizedClient.Endpoint(
+            "GET", "/custom",
+            authorization: .custom { request, tokens in
+                var request = request
+                request.headers["X-Token"] = tokens?.accessToken
+                return request
+            })
         #expect(try await client.send(custom).status == 200)
         let requests = transport.requests
         #expect(requests[2].headers["X-Token"] == "a1" && requests[3].url.path.hasSuffix("refresh-token"))
         #expect(requests[4].headers["X-Token"] == "a2")
 
         transport.enqueue(.empty(403, headers: ["WWW-Authenticate": "Bearer error=\"insufficient_scope\""]))
-        #expect(try await client.send(Endpoint("GET", "/admin")).status == 403)
+        #expect(try await client.send(AuthorizedClient.Endpoint("GET", "/admin")).status == 403)
         #expect(transport.requests.count == 6)  // no refresh for a 403
     }
 
@@ -71,14 +79,22 @@ import Testing
             provider: RESTAuthProvider(baseURL: base, transport: transport), store: InMemoryTokenStore())
         try await session.signIn(with: TokenSet(accessToken: "a1", expiresAt: Date().addingTimeInterval(3600)))
         let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
-        // Paths are always resolved under the base URL: an absolute URL or a protocol-relative path cannot move
-        // the bearer token to another host (RFC 9700 §4.9.1).
-        for path in ["//evil.example/steal", "https://evil.example/steal", "/../../@evil.example/x"] {
+        // Relative paths stay under the base URL; an absolute URL to another origin is sent without credentials
+        // (RFC 9700 §4.9.1).
+        for path in [
+            "//evil.example/steal", "https://evil.example/steal", "/../../@evil.example/x", "http://api.example/x",
+        ] {
             transport.enqueue(.empty(200))
-            _ = try await client.send(Endpoint("GET", path))
+            _ = try await client.send(AuthorizedClient.Endpoint("GET", path))
         }
-        #expect(transport.requests.count == 3)
-        #expect(transport.requests.allSatisfy { $0.url.host == "api.example" && $0.url.scheme == "https" })
+        let requests = transport.requests
+        #expect(requests.count == 4)
+        for request in requests {
+            let credentialed = request.url.host == "api.example" && request.url.scheme == "https"
+            #expect(
+                request.headers.contains("Authorization") == credentialed, "\(request.url.absoluteString)")
+        }
+        #expect(requests[1].url.host == "evil.example" && requests[3].url.scheme == "http")
     }
 
     @Test("signOut deletes local credentials even when the server is unreachable")
@@ -89,7 +105,7 @@ import Testing
         harness.server.stop()
         await harness.session.signOut()
         #expect(try await harness.store.load(profile: "default") == nil)
-        #expect(await harness.session.isSignedIn == false)
+        #expect(try await harness.session.isSignedIn == false)
     }
 
     @Test("The user's raw claims survive storage")
@@ -117,7 +133,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(100))
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(await harness.session.isSignedIn)
+        #expect(try await harness.session.isSignedIn)
     }
 
     @MainActor

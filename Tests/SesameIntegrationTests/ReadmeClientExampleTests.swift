@@ -36,7 +36,7 @@ import Testing
 
         let api = AuthorizedClient(session: session, baseURL: baseURL)
         let me: User = try await api.get("/me")
-        let response = try await api.send(Endpoint("POST", "/logout", body: Data("{}".utf8)))
+        let response = try await api.send(AuthorizedClient.Endpoint("POST", "/logout", body: Data("{}".utf8)))
         await session.signOut()
 
         #expect(me.email == email)

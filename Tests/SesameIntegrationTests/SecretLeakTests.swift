@@ -23,7 +23,7 @@ import Testing
         seen.append(String(reflecting: tokens))
         try await harness.session.signIn(with: tokens)
         harness.clock.advance(by: 901)
-        let (refreshed, _) = try await harness.session.validTokens()
+        let refreshed = try await harness.session.validTokens()
         seen.append("\(refreshed)")
         let me: Me = try await harness.client.get("/me")
         seen.append("\(me)")
@@ -37,10 +37,10 @@ import Testing
         try await harness.setFaults("/me:unauthorized")
         do { _ = try await harness.client.get("/me", as: Me.self) } catch { seen.append("\(error)") }
         try await harness.setFaults("")
-        let session = harness.session
+        let stream = harness.session.events()
         let events = Task {
             var collected: [String] = []
-            for await event in session.events {
+            for await event in stream {
                 collected.append("\(event)")
                 if case .signedOut = event { break }
             }

@@ -67,7 +67,7 @@ import Testing
         #expect(KeychainStatus(osStatus: -34018) == .other(-34018))
     }
 
-    @Test("A session over a locked Keychain keeps its in-memory tokens and reports the store as unavailable")
+    @Test("A locked Keychain is 'unavailable', never 'signed out': no refresh from memory, recovery after unlock")
     func sessionSurvivesLockedKeychain() async throws {
         let keychain = InMemoryKeychain()
         let store = KeychainTokenStore(service: "svc", backend: keychain)
@@ -80,13 +80,28 @@ import Testing
             with: TokenSet(accessToken: "a1", refreshToken: "r1", expiresAt: clock.now.addingTimeInterval(60)))
         keychain.setLocked(true)
         clock.advance(by: 120)
-        transport.enqueue(.json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":900,"tokenType":"Bearer"}"#))
-        let (fresh, _) = try await session.validTokens()
-        #expect(fresh.accessToken == "a2")  // served from memory although the save failed
+        // The store cannot be re-read, so the refresh does not run on a refresh token that another process may
+        // have rotated: a transient error, the session kept.
+        await #expect(throws: AuthError.self) { try await session.validTokens() }
+        #expect(transport.requests.isEmpty)
+        #expect(await session.status == .active)
         keychain.setLocked(false)
-        clock.advance(by: 10)
-        _ = try await session.validTokens()  // the pending save is retried
+        transport.enqueue(.json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":900,"tokenType":"Bearer"}"#))
+        #expect(try await session.validTokens().accessToken == "a2")
         #expect(try await store.load(profile: "default")?.refreshToken == "r2")
+
+        // A fresh session over a locked Keychain (an app prewarmed before first unlock) stays loading.
+        keychain.setLocked(true)
+        let launched = AuthSession(provider: provider, store: store, timeSource: clock)
+        do {
+            _ = try await launched.isSignedIn
+            Issue.record("a locked Keychain must not read as signed out")
+        } catch let error as AuthError {
+            #expect(error.code == .storeUnavailable && error.isTransient)
+        }
+        #expect(await launched.status == .loading)
+        keychain.setLocked(false)
+        #expect(try await launched.isSignedIn)
     }
 }
 

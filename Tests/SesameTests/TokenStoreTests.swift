@@ -136,8 +136,10 @@ final class Overlap: @unchecked Sendable {
         #expect(AuthError(.server, "x", statusCode: 503).isTransient)
         #expect(AuthError(.server, "x", statusCode: 429).isTransient)
         #expect(!AuthError(.server, "x", statusCode: 400).isTransient)
-        let grant = AuthError(.server, "x", statusCode: 401, serverResponse: OAuthErrorResponse(error: .invalidGrant))
-        #expect(grant.requiresReauthentication && !grant.isTransient)
+        let grant = AuthError(
+            .refreshRejected, "x", serverResponse: ServerErrorResponse(statusCode: 401, error: "invalid_grant"))
+        #expect(grant.requiresReauthentication && !grant.isTransient && grant.statusCode == 401)
+        #expect(!AuthError(.server, "x", statusCode: 401).requiresReauthentication)
         #expect(AuthError(.sessionExpired, "x").requiresReauthentication)
     }
 

@@ -11,71 +11,93 @@ public import Foundation
 /// Credentials in files: one JSON file per profile, mode 0600, in a directory of mode 0700.
 ///
 /// Writes go to a temporary file that is flushed (`fsync`) and renamed over the old one, so a crash never leaves
-/// a half-written file. An unreadable file is renamed aside (`PROFILE.json.corrupt-TIMESTAMP`) and reported as
-/// ``AuthError/Code/storeCorrupt``: never silently deleted. ``withExclusiveAccess(profile:_:)`` holds an advisory
-/// `flock` on `PROFILE.lock`, so processes sharing the directory refresh one at a time.
+/// a half-written file. The directory must belong to the current user and be writable by no one else, and the
+/// credentials file is never read through a symbolic link: both are refused with a typed error. An unreadable
+/// file is renamed aside (`PROFILE.json.corrupt-TIMESTAMP`) and reported as ``AuthError/Code/storeCorrupt`` with
+/// that path: never silently deleted. ``withExclusiveAccess(profile:_:)`` holds a ``ProfileLock`` on
+/// `PROFILE.lock` in the same directory, so processes sharing it refresh one at a time.
 ///
 /// > Note: On Linux this is the default store when no keyring is available. On Apple platforms prefer the
 /// > Keychain store in `SesameApple`.
 public struct FileTokenStore: TokenStore {
     /// The directory holding the files.
     public let directory: URL
+    private let lock: ProfileLock
 
     /// Uses `directory`, creating it with mode 0700 when needed.
     ///
-    /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable`` when it cannot be created.
+    /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` when it cannot be created;
+    ///   ``AuthError/Code/configuration`` when it belongs to someone else or others can write to it.
     public init(directory: URL) throws {
         self.directory = directory
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw AuthError(.storeUnavailable, "cannot create the credentials directory")
-        }
+        lock = ProfileLock(directory: directory)
+        try SecureDirectory.prepare(directory)
     }
 
-    private func fileURL(_ profile: String, _ suffix: String) throws -> URL {
-        guard !profile.isEmpty, profile.count <= 64,
-            profile.utf8.allSatisfy({ byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D
-                    || byte == 0x5F || byte == 0x2E
-            }), !profile.hasPrefix(".")
-        else { throw AuthError(.configuration, "a profile name is 1-64 letters, digits, '.', '-' or '_'") }
+    private func fileURL(_ profile: String, _ suffix: String = ".json") throws -> URL {
+        try ProfileName.validate(profile)
         return directory.appendingPathComponent(profile + suffix)
     }
 
     /// Reads the profile's file.
+    ///
+    /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` (I/O error, a symbolic link, not a regular
+    ///   file, another owner) or ``AuthError/Code/storeCorrupt`` (moved aside; the message names where).
     public func load(profile: String) async throws -> TokenSet? {
-        let url = try fileURL(profile, ".json")
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch CocoaError.fileReadNoSuchFile {
-            return nil
-        } catch let error as NSError where error.domain == NSCocoaErrorDomain && error.code == NSFileReadNoSuchFileError
-        {
-            return nil
-        } catch {
-            if !FileManager.default.fileExists(atPath: url.path) { return nil }
-            throw AuthError(.storeUnavailable, "cannot read the credentials file")
-        }
+        let url = try fileURL(profile)
+        try SecureDirectory.prepare(directory)
+        guard let data = try Self.readRegularFile(url.path) else { return nil }
         do {
             return try JSONDecoder().decode(TokenSet.self, from: data)
         } catch {
             let aside = url.appendingPathExtension("corrupt-\(Int(Date().timeIntervalSince1970))")
-            try? FileManager.default.moveItem(at: url, to: aside)
+            guard rename(url.path, aside.path) == 0 else {
+                throw AuthError(.storeCorrupt, "the credentials file \(url.path) is unreadable (left in place)")
+            }
             throw AuthError(
-                .storeCorrupt, "the credentials file is unreadable; it was kept as \(aside.lastPathComponent)")
+                .storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside.path)")
+        }
+    }
+
+    /// The file's bytes, or nil when it does not exist; never through a symbolic link.
+    private static func readRegularFile(_ path: String) throws -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP {
+                throw AuthError(.storeUnavailable, "\(path) is a symbolic link; refusing to follow it")
+            }
+            throw AuthError(.storeUnavailable, "cannot read \(path) (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+            throw AuthError(.storeUnavailable, "\(path) is not a regular file of this user; refusing to read it")
+        }
+        guard info.st_size <= 1 << 20 else { throw AuthError(.storeCorrupt, "\(path) is larger than 1 MiB") }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw AuthError(.storeUnavailable, "cannot read \(path) (\(String(cString: strerror(errno))))")
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: chunk[0..<count])
         }
     }
 
     /// Writes the profile's file atomically with mode 0600.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
     public func save(_ tokens: TokenSet, profile: String) async throws {
-        let url = try fileURL(profile, ".json")
+        let url = try fileURL(profile)
+        try SecureDirectory.prepare(directory)
         let temporary = try fileURL(profile, ".json.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         let data = try JSONEncoder().encode(tokens)
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot write the credentials file") }
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot write \(url.path)") }
         var ok = data.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
@@ -90,11 +112,12 @@ public struct FileTokenStore: TokenStore {
         }
         ok = ok && fsync(fd) == 0
         close(fd)
+        // rename(2) replaces a symbolic link itself, never its target.
         guard ok, rename(temporary.path, url.path) == 0 else {
             unlink(temporary.path)
-            throw AuthError(.storeUnavailable, "cannot write the credentials file")
+            throw AuthError(.storeUnavailable, "cannot write \(url.path)")
         }
-        let directoryFD = open(directory.path, O_RDONLY)
+        let directoryFD = open(directory.path, O_RDONLY | O_CLOEXEC)
         if directoryFD >= 0 {
             fsync(directoryFD)
             close(directoryFD)
@@ -102,29 +125,22 @@ public struct FileTokenStore: TokenStore {
     }
 
     /// Deletes the profile's file.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
     public func delete(profile: String) async throws {
-        let url = try fileURL(profile, ".json")
+        let url = try fileURL(profile)
         if unlink(url.path) != 0 && errno != ENOENT {
-            throw AuthError(.storeUnavailable, "cannot delete the credentials file")
+            throw AuthError(.storeUnavailable, "cannot delete \(url.path) (\(String(cString: strerror(errno))))")
         }
     }
 
-    /// Holds `flock(LOCK_EX)` on the profile's lock file while `body` runs (polling, so no thread blocks).
+    /// Holds the profile's ``ProfileLock`` (in this directory) while `body` runs.
+    ///
+    /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
     public func withExclusiveAccess<Result: Sendable>(
         profile: String,
         _ body: @Sendable () async throws -> Result
     ) async throws -> Result {
-        let url = try fileURL(profile, ".lock")
-        let fd = open(url.path, O_RDWR | O_CREAT, 0o600)
-        guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot open the lock file") }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else {
-                throw AuthError(.storeUnavailable, "cannot lock the credentials")
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try await body()
+        try await lock.withLock(profile: profile, body)
     }
 }

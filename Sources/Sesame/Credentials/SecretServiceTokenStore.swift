@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 #if canImport(CSesameSecret)
     import CSesameSecret
@@ -9,12 +9,34 @@ import Foundation
 /// libsecret is loaded at run time, so the package builds without it. Where there is no session bus, no keyring,
 /// or no libsecret, every call throws ``AuthError/Code/storeUnavailable`` with the reason — the store never falls
 /// back to something weaker on its own (use ``FileTokenStore`` explicitly for that).
+///
+/// Processes sharing the keyring refresh one at a time through a ``ProfileLock`` in `lockDirectory`.
 public struct SecretServiceTokenStore: TokenStore {
     /// The `service` attribute of the stored items.
     public let service: String
+    /// The cross-process lock.
+    public let lock: ProfileLock
 
     /// Creates a store whose items carry `service` (and the profile as `account`).
-    public init(service: String = "dev.sesame") { self.service = service }
+    ///
+    /// - Parameters:
+    ///   - service: the items' `service` attribute.
+    ///   - lockDirectory: where the per-profile lock files live (default ``ProfileLock/defaultDirectory``);
+    ///     every process that shares the items must use the same one.
+    public init(service: String = "dev.sesame", lockDirectory: URL = ProfileLock.defaultDirectory) {
+        self.service = service
+        self.lock = ProfileLock(directory: lockDirectory)
+    }
+
+    /// Holds the profile's ``ProfileLock`` while `body` runs.
+    ///
+    /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
+    public func withExclusiveAccess<Result: Sendable>(
+        profile: String,
+        _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        try await lock.withLock(profile: profile, body)
+    }
 
     /// Whether a keyring answers right now: libsecret is installed, a session bus is set, and a lookup works.
     public static var isAvailable: Bool {

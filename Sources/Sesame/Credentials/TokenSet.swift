@@ -5,7 +5,9 @@ public import SesameJOSE
 ///
 /// `Codable` for storage. Its `description` and `debugDescription` never show a token: print it, log it, put it
 /// in an error — only the shape and expiry appear.
-public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// Who the tokens belong to.
     public struct User: Sendable, Codable, Hashable {
         /// The stable user identifier (REST `user.id`, OIDC `sub`).
@@ -37,6 +39,8 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     public var idToken: String?
     /// When the access token expires: from `expires_in` at receipt, else the JWT's `exp`, else unknown (nil).
     public var expiresAt: Date?
+    /// When the tokens were received (used to keep the refresh leeway below half the token's lifetime).
+    public var receivedAt: Date?
     /// The granted scope, space-separated.
     public var scope: String?
     /// The user.
@@ -49,6 +53,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         refreshToken: String? = nil,
         idToken: String? = nil,
         expiresAt: Date? = nil,
+        receivedAt: Date? = nil,
         scope: String? = nil,
         user: User? = nil
     ) {
@@ -57,6 +62,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.expiresAt = expiresAt
+        self.receivedAt = receivedAt
         self.scope = scope
         self.user = user
     }
@@ -70,9 +76,19 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     }
 
     /// Whether the access token expires within `leeway` of `now` (false when the expiry is unknown).
+    ///
+    /// The leeway is capped at half the token's lifetime when ``receivedAt`` is known, so that a token that lives
+    /// 2 s is not "about to expire" the moment it arrives (with a 60 s leeway every such token would be refreshed
+    /// on every use).
     public func needsRefresh(at now: Date, leeway: TimeInterval = 60) -> Bool {
         guard let expiresAt else { return false }
-        return expiresAt.timeIntervalSince(now) <= leeway
+        return expiresAt.timeIntervalSince(now) <= effectiveLeeway(leeway)
+    }
+
+    /// `leeway`, but never more than half the lifetime (``expiresAt`` − ``receivedAt``) when both are known.
+    public func effectiveLeeway(_ leeway: TimeInterval) -> TimeInterval {
+        guard let expiresAt, let receivedAt else { return leeway }
+        return min(leeway, max(0, expiresAt.timeIntervalSince(receivedAt) / 2))
     }
 
     /// Shape and expiry only; never a token.
@@ -86,4 +102,16 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
 
     /// The same as ``description``.
     public var debugDescription: String { description }
+
+    /// A mirror without tokens, so that `dump()` shows no secret either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "accessToken": "<redacted>", "tokenType": tokenType,
+                "refreshToken": refreshToken == nil ? "none" : "<redacted>",
+                "idToken": idToken == nil ? "none" : "<redacted>", "expiresAt": expiresAt as Any,
+                "scope": scope as Any, "user": user?.id as Any,
+            ], displayStyle: .struct)
+    }
 }

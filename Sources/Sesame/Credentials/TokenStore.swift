@@ -1,8 +1,13 @@
 /// Where a session's credentials persist between launches, keyed by profile.
 ///
 /// Stores are async and `Sendable`. A store that several processes share (an app and its extension, two CLI
-/// invocations) implements ``withExclusiveAccess(profile:_:)`` so that ``AuthSession`` refreshes once across all
-/// of them: it holds the lock around read-refresh-persist and re-reads the store inside it.
+/// invocations) implements ``withExclusiveAccess(profile:_:)`` — usually with a ``ProfileLock`` — so that
+/// ``AuthSession`` refreshes once across all of them: it holds the lock around read-refresh-persist and re-reads
+/// the store inside it.
+///
+/// A store reports what went wrong rather than hiding it: a read that fails is an error, never "no credentials"
+/// (the session stays unavailable and tries again), and a failed delete is an error too (the session keeps the
+/// deletion pending).
 public protocol TokenStore: Sendable {
     /// The stored credentials, or nil when there are none.
     ///

@@ -1,132 +1,218 @@
 public import Foundation
 
-/// An API call: method, path, query, headers, body, and how it is authorized.
-public struct Endpoint: Sendable {
-    /// How a request proves who is calling (Moya's per-target idea).
-    public enum Authorization: Sendable {
-        /// `Authorization: Bearer <access token>` from the session; refreshed and retried once on a 401.
-        case bearer
-        /// `Authorization: Basic` with fixed credentials; never refreshes.
-        case basic(user: String, password: String)
-        /// No credentials; a 401 never starts a refresh.
-        case none
-        /// Headers computed from the session's current credentials; refreshed and retried once on a 401.
-        case custom(@Sendable (TokenSet) -> [String: String])
-    }
-
-    /// The method.
-    public var method: String
-    /// The path, relative to the client's base URL.
-    public var path: String
-    /// Query items.
-    public var query: [URLQueryItem]
-    /// Extra headers.
-    public var headers: [String: String]
-    /// The body.
-    public var body: Data?
-    /// The authorization.
-    public var authorization: Authorization
-    /// The timeout.
-    public var timeout: TimeInterval
-
-    /// Creates an endpoint.
-    public init(
-        _ method: String = "GET",
-        _ path: String,
-        query: [URLQueryItem] = [],
-        headers: [String: String] = [:],
-        body: Data? = nil,
-        authorization: Authorization = .bearer,
-        timeout: TimeInterval = 30
-    ) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.authorization = authorization
-        self.timeout = timeout
-    }
-
-    /// An endpoint with a JSON body encoded by `encoder`.
-    ///
-    /// - Throws: the encoder's error.
-    public static func json(
-        _ method: String,
-        _ path: String,
-        body: some Encodable,
-        encoder: JSONEncoder = JSONEncoder(),
-        authorization: Authorization = .bearer
-    ) throws -> Endpoint {
-        Endpoint(
-            method, path, headers: ["Content-Type": "application/json"], body: try encoder.encode(body),
-            authorization: authorization)
-    }
-}
-
-/// Calls an API with the session's credentials attached.
+/// Calls an API with the session's credentials attached — only to the origins they belong to.
 ///
 /// Before sending, the session hands out an access token valid for at least its leeway (one refresh for every
-/// concurrent caller). On a 401 whose challenge is `Bearer error="invalid_token"` (or has no challenge), the client
-/// asks the session for newer credentials — a refresh if nobody else has already refreshed — and retries once; a
-/// second 401 is ``AuthError/Code/unauthorized``, never a loop. Endpoints marked ``Endpoint/Authorization/none``
-/// or `.basic` never refresh.
+/// concurrent caller). The endpoint's ``Authenticator`` applies the credentials and reads the answer: when it
+/// says the credentials were rejected, the client asks the session for newer ones — a refresh, unless another
+/// caller or process already made one — and retries once; a second rejection is
+/// ``AuthError/Code/unauthorized``, never a loop.
+///
+/// **Origins.** Credentials go only to the base URL's origin and the `additionalOrigins` given at creation. A
+/// request to any other origin is sent without credentials and never causes a refresh.
+///
+/// **Redirects.** Transports never follow redirects; the client does, as its ``RedirectPolicy`` says. By default a
+/// redirect within the credential origins is followed with credentials applied afresh, and one to any other origin
+/// is followed *without* them (and without `Cookie`/`Proxy-Authorization`).
 public struct AuthorizedClient: Sendable {
+    /// An API call: method, path, query, headers, body, and how it is authorized.
+    public struct Endpoint: Sendable, CustomStringConvertible {
+        /// The method.
+        public var method: String
+        /// The path, relative to the client's base URL; or an absolute `http(s)` URL.
+        public var path: String
+        /// Query items.
+        public var query: [URLQueryItem]
+        /// Extra headers.
+        public var headers: SesameHTTP.Headers
+        /// The body.
+        public var body: Data?
+        /// How the request proves who is calling.
+        public var authorization: Authorization
+        /// The timeout.
+        public var timeout: TimeInterval
+
+        /// Creates an endpoint.
+        public init(
+            _ method: String = "GET",
+            _ path: String,
+            query: [URLQueryItem] = [],
+            headers: SesameHTTP.Headers = [:],
+            body: Data? = nil,
+            authorization: Authorization = .bearer,
+            timeout: TimeInterval = 30
+        ) {
+            self.method = method
+            self.path = path
+            self.query = query
+            self.headers = headers
+            self.body = body
+            self.authorization = authorization
+            self.timeout = timeout
+        }
+
+        /// An endpoint with a JSON body encoded by `encoder`.
+        ///
+        /// - Throws: the encoder's error.
+        public static func json(
+            _ method: String,
+            _ path: String,
+            body: some Encodable,
+            encoder: JSONEncoder = JSONEncoder(),
+            authorization: Authorization = .bearer
+        ) throws -> Endpoint {
+            Endpoint(
+                method, path, headers: ["Content-Type": "application/json"], body: try encoder.encode(body),
+                authorization: authorization)
+        }
+
+        /// `GET path`.
+        public static func get(_ path: String, query: [URLQueryItem] = [], authorization: Authorization = .bearer)
+            -> Endpoint
+        {
+            Endpoint("GET", path, query: query, authorization: authorization)
+        }
+
+        /// `POST path` with `body` (sent as `contentType`, JSON by default).
+        public static func post(
+            _ path: String, body: Data? = nil, contentType: String = "application/json",
+            authorization: Authorization = .bearer
+        ) -> Endpoint {
+            Endpoint(
+                "POST", path, headers: body == nil ? [:] : ["Content-Type": contentType], body: body,
+                authorization: authorization)
+        }
+
+        /// `DELETE path`.
+        public static func delete(_ path: String, authorization: Authorization = .bearer) -> Endpoint {
+            Endpoint("DELETE", path, authorization: authorization)
+        }
+
+        /// Method and path; never a header value or the body.
+        public var description: String { "Endpoint(\(method) \(path), body: \(body?.count ?? 0) bytes)" }
+    }
+
+    /// How an endpoint is authorized: an ``Authenticator``, or none.
+    public struct Authorization: Sendable {
+        /// The authenticator; nil for none.
+        public let authenticator: (any Authenticator)?
+
+        /// Uses `authenticator`.
+        public init(_ authenticator: (any Authenticator)?) { self.authenticator = authenticator }
+
+        /// `Authorization: Bearer` from the session; refreshed and retried once on a rejection.
+        public static let bearer = Authorization(BearerAuthenticator())
+        /// No credentials; a 401 never starts a refresh.
+        public static let none = Authorization(nil)
+        /// `Authorization: Basic` with fixed credentials; never refreshes.
+        public static func basic(user: String, password: String) -> Authorization {
+            Authorization(BasicAuthenticator(user: user, password: password))
+        }
+        /// A custom async signer (see ``CustomAuthenticator``).
+        public static func custom(_ sign: @escaping CustomAuthenticator.Sign) -> Authorization {
+            Authorization(CustomAuthenticator(sign: sign))
+        }
+    }
+
+    /// What to do with a 3xx response.
+    public enum RedirectPolicy: Sendable {
+        /// Follow: with credentials within the credential origins, without them anywhere else (the default).
+        case follow
+        /// Follow within the credential origins; a redirect anywhere else throws
+        /// ``AuthError/Code/redirectRefused``.
+        case refuseCrossOrigin
+        /// Return 3xx responses as they are.
+        case never
+    }
+
     /// The session that owns the credentials.
     public let session: AuthSession
     /// The API base URL.
     public let baseURL: URL
+    /// The origins credentials may be sent to: the base URL's, plus those given at creation.
+    public let credentialOrigins: Set<SesameHTTP.Origin>
+    /// The redirect policy.
+    public let redirectPolicy: RedirectPolicy
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
+    private static let maximumRedirects = 10
 
     /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - session: the session whose credentials are sent.
+    ///   - baseURL: relative endpoint paths resolve against it; its origin receives credentials.
+    ///   - additionalOrigins: further URLs whose origins receive credentials (for example a resource server).
+    ///   - redirectPolicy: what to do with 3xx responses (default ``RedirectPolicy/follow``).
+    ///   - transport: the HTTP transport (default: the platform's, see ``SesameHTTP/platformTransport``).
+    ///   - decoder: decodes ``request(_:as:)`` bodies.
     public init(
         session: AuthSession,
         baseURL: URL,
-        transport: any HTTPTransport = URLSessionTransport(),
+        additionalOrigins: [URL] = [],
+        redirectPolicy: RedirectPolicy = .follow,
+        transport: any HTTPTransport = SesameHTTP.platformTransport,
         decoder: JSONDecoder = JSONDecoder()
     ) {
         self.session = session
         self.baseURL = baseURL
+        self.credentialOrigins = Set(([baseURL] + additionalOrigins).compactMap(SesameHTTP.Origin.init))
+        self.redirectPolicy = redirectPolicy
         self.transport = transport
         self.decoder = decoder
     }
 
     /// Sends the request and returns the response without decoding it (for 204s and empty bodies).
     ///
-    /// - Throws: ``AuthError`` (transport, session and ``AuthError/Code/unauthorized`` errors) or
-    ///   `CancellationError`. Non-2xx statuses other than a persistent 401 are returned, not thrown.
-    public func send(_ endpoint: Endpoint) async throws -> HTTPResponse {
-        var generation: Int?
-        var headers: [String: String] = [:]
-        switch endpoint.authorization {
-        case .bearer, .custom:
-            let (tokens, current) = try await session.validTokens()
-            generation = current
-            headers = Self.authorizationHeaders(endpoint.authorization, tokens)
-        case .basic(let user, let password):
-            headers["Authorization"] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-        case .none:
-            break
+    /// - Throws: ``AuthError`` (transport, session, ``AuthError/Code/unauthorized`` and
+    ///   ``AuthError/Code/redirectRefused`` errors) or `CancellationError`. Non-2xx statuses other than a
+    ///   persistent rejection are returned, not thrown.
+    public func send(_ endpoint: Endpoint) async throws -> SesameHTTP.Response {
+        try await send(try request(for: endpoint), authorization: endpoint.authorization)
+    }
+
+    /// Sends an already built request with `authorization` applied where its origin allows.
+    ///
+    /// - Throws: as ``send(_:)``.
+    public func send(_ request: SesameHTTP.Request, authorization: Authorization = .bearer) async throws
+        -> SesameHTTP.Response
+    {
+        var exchange = Exchange(request: request, authenticator: authorization.authenticator)
+        while true {
+            let credentialed = exchange.authenticator != nil && mayReceiveCredentials(exchange.request.url)
+            let outgoing = credentialed ? try await authenticate(&exchange) : exchange.request
+            let response = try await transport.send(outgoing)
+            if let next = try redirect(exchange, response) {
+                exchange.request = next
+                exchange.redirects += 1
+                continue
+            }
+            guard credentialed, let authenticator = exchange.authenticator else { return response }
+            switch authenticator.classify(response, for: outgoing) {
+            case .done:
+                return response
+            case .refreshAndRetry where authenticator.usesSessionCredentials && !exchange.retried:
+                exchange.retried = true
+                exchange.forceNewerThan = exchange.generation
+            case .retry(let nonce) where !exchange.retried:
+                exchange.retried = true
+                exchange.nonce = nonce
+            case .refreshAndRetry, .retry:
+                if !authenticator.usesSessionCredentials { return response }
+                throw AuthError(
+                    .unauthorized, "the request is unauthorized even with fresh credentials",
+                    statusCode: response.status)
+            }
         }
-        let first = try await transport.send(try request(endpoint, headers))
-        guard first.status == 401, let generation, Self.invitesRefresh(first) else { return first }
-        let (tokens, _) = try await session.refresh(after: generation)
-        let second = try await transport.send(
-            try request(endpoint, Self.authorizationHeaders(endpoint.authorization, tokens)))
-        guard second.status != 401 else {
-            throw AuthError(.unauthorized, "the request is unauthorized even with fresh credentials", statusCode: 401)
-        }
-        return second
     }
 
     /// Sends the request and decodes a 2xx JSON body as `T`.
     ///
-    /// - Throws: ``AuthError``: as ``send(_:)``, plus `server` for a non-2xx status (with its error body when
-    ///   there is one) and ``AuthError/Code/decoding``.
+    /// - Throws: ``AuthError``: as ``send(_:)``, plus ``AuthError/Code/server`` for a non-2xx status (with the
+    ///   server's error body when there is one) and ``AuthError/Code/decoding``.
     public func request<T: Decodable>(_ endpoint: Endpoint, as type: T.Type = T.self) async throws -> T {
         let response = try await send(endpoint)
-        guard (200..<300).contains(response.status) else { throw RESTAuthProvider.error(from: response) }
+        guard response.isSuccess else { throw AuthError.unexpected(response) }
         do {
             return try decoder.decode(T.self, from: response.body)
         } catch {
@@ -141,43 +227,93 @@ public struct AuthorizedClient: Sendable {
         try await request(Endpoint("GET", path), as: type)
     }
 
-    private func request(_ endpoint: Endpoint, _ authorization: [String: String]) throws -> HTTPRequest {
-        guard
-            var components = URLComponents(
-                url: baseURL.appendingPathComponent(endpoint.path), resolvingAgainstBaseURL: true)
-        else { throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)") }
-        if !endpoint.query.isEmpty { components.queryItems = endpoint.query }
+    /// Whether credentials may be sent to `url`'s origin.
+    public func mayReceiveCredentials(_ url: URL) -> Bool {
+        SesameHTTP.Origin(url).map(credentialOrigins.contains) ?? false
+    }
+
+    // MARK: Plumbing
+
+    /// One logical request across its redirects and its one retry.
+    private struct Exchange {
+        var request: SesameHTTP.Request
+        let authenticator: (any Authenticator)?
+        var redirects = 0
+        var retried = false
+        var nonce: String?
+        var generation: Int?
+        var forceNewerThan: Int?
+    }
+
+    private func authenticate(_ exchange: inout Exchange) async throws -> SesameHTTP.Request {
+        guard let authenticator = exchange.authenticator else { return exchange.request }
+        var tokens: TokenSet?
+        if authenticator.usesSessionCredentials {
+            let credentials: (tokens: TokenSet, generation: Int)
+            if let rejected = exchange.forceNewerThan {
+                credentials = try await session.credentials(after: rejected)
+                exchange.forceNewerThan = nil
+            } else {
+                credentials = try await session.credentials()
+            }
+            tokens = credentials.tokens
+            exchange.generation = credentials.generation
+        }
+        return try await authenticator.authenticate(
+            exchange.request, context: AuthenticationContext(tokens: tokens, nonce: exchange.nonce))
+    }
+
+    /// The request to send next when `response` is a redirect this policy follows; nil to return `response`.
+    private func redirect(_ exchange: Exchange, _ response: SesameHTTP.Response) throws -> SesameHTTP.Request? {
+        let request = exchange.request
+        guard [301, 302, 303, 307, 308].contains(response.status), redirectPolicy != .never,
+            let location = response.header("Location"),
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            target.scheme == "http" || target.scheme == "https"
+        else { return nil }
+        let sameOrigin = SesameHTTP.Origin(target) == request.origin
+        if !mayReceiveCredentials(target), redirectPolicy == .refuseCrossOrigin {
+            throw AuthError(
+                .redirectRefused,
+                "refused a redirect to another origin (\(SesameHTTP.Origin(target)?.description ?? "?"))")
+        }
+        guard exchange.redirects < Self.maximumRedirects else {
+            throw AuthError(.invalidResponse, "too many redirects", statusCode: response.status)
+        }
+        var next = request
+        next.url = target
+        // RFC 9110 §15.4: 303 always, and 301/302 after a POST (as browsers do), become a GET without a body.
+        if response.status == 303 && request.method != "HEAD"
+            || (response.status == 301 || response.status == 302) && request.method == "POST"
+        {
+            next.method = "GET"
+            next.body = nil
+            next.headers.remove("Content-Type")
+            next.headers.remove("Content-Length")
+        }
+        if !sameOrigin {
+            for name in ["Authorization", "Proxy-Authorization", "Cookie", "DPoP"] { next.headers.remove(name) }
+        }
+        return next
+    }
+
+    private func request(for endpoint: Endpoint) throws -> SesameHTTP.Request {
+        let resolved: URL?
+        if endpoint.path.hasPrefix("http://") || endpoint.path.hasPrefix("https://") {
+            resolved = URL(string: endpoint.path)
+        } else {
+            resolved = baseURL.appendingPathComponent(endpoint.path)
+        }
+        guard let resolved, var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true) else {
+            throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")
+        }
+        if !endpoint.query.isEmpty { components.queryItems = (components.queryItems ?? []) + endpoint.query }
         guard let url = components.url else {
             throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")
         }
-        // Credentials go only to the configured origin (RFC 9700 §4.9.1).
-        guard url.host == baseURL.host, url.scheme == baseURL.scheme, url.port == baseURL.port else {
-            throw AuthError(.configuration, "refusing to send credentials to another origin")
-        }
         var headers = endpoint.headers
-        headers.merge(authorization) { _, new in new }
-        headers["Accept"] = headers["Accept"] ?? "application/json"
-        return HTTPRequest(
+        if !headers.contains("Accept") { headers["Accept"] = "application/json" }
+        return SesameHTTP.Request(
             method: endpoint.method, url: url, headers: headers, body: endpoint.body, timeout: endpoint.timeout)
-    }
-
-    private static func authorizationHeaders(_ authorization: Endpoint.Authorization, _ tokens: TokenSet) -> [String:
-        String]
-    {
-        switch authorization {
-        case .custom(let make): make(tokens)
-        default: ["Authorization": "Bearer \(tokens.accessToken)"]
-        }
-    }
-
-    /// Whether a 401 asks for a new token: a Bearer challenge with `error="invalid_token"`, or no challenge at all
-    /// (RFC 6750 §3.1; HTTP-01).
-    ///
-    /// `insufficient_scope` and other errors do not.
-    package static func invitesRefresh(_ response: HTTPResponse) -> Bool {
-        guard let challenge = response.header("www-authenticate") else { return true }
-        let lowered = challenge.lowercased()
-        guard lowered.hasPrefix("bearer") else { return false }
-        return lowered.contains("error=\"invalid_token\"") || !lowered.contains("error=")
     }
 }

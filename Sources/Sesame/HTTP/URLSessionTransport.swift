@@ -5,12 +5,26 @@
     public import Foundation
 #endif
 
-/// ``HTTPTransport`` over `URLSession` (FoundationNetworking on Linux).
+/// ``HTTPTransport`` over `URLSession`: the transport on Apple platforms.
+///
+/// It never follows redirects (a delegate declines them, so a 3xx comes back as it is and ``AuthorizedClient``
+/// decides). On Linux prefer ``CurlTransport`` (``SesameHTTP/platformTransport``): FoundationNetworking's
+/// `URLSession` spins on the CPU while it waits for a slow server.
 public struct URLSessionTransport: HTTPTransport {
     private let session: URLSession
 
-    /// Uses `session` (by default an ephemeral session: no cookies, no cache, no credential storage).
-    public init(session: URLSession = URLSession(configuration: .ephemeral)) {
+    /// A transport on its own ephemeral session (no cookies, no cache, no credential storage) that declines every
+    /// redirect.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        session = URLSession(configuration: configuration, delegate: RedirectDecliner(), delegateQueue: nil)
+    }
+
+    /// Uses `session`.
+    ///
+    /// > Important: the session's delegate must decline redirects
+    /// > (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` completing with nil), or
+    /// > credentials may follow a redirect to another origin.
+    public init(session: URLSession) {
         self.session = session
     }
 
@@ -18,21 +32,21 @@ public struct URLSessionTransport: HTTPTransport {
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/transport`` when no response arrived; `CancellationError`
     ///   when the task was cancelled.
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
         var urlRequest = URLRequest(url: request.url, timeoutInterval: request.timeout)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
-        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
         do {
             let (data, response) = try await session.data(for: urlRequest)
             guard let http = response as? HTTPURLResponse else {
                 throw AuthError(.transport, "the response was not HTTP")
             }
-            var headers: [String: String] = [:]
+            var headers = SesameHTTP.Headers()
             for (name, value) in http.allHeaderFields {
-                if let name = name as? String, let value = value as? String { headers[name] = value }
+                if let name = name as? String, let value = value as? String { headers.add(name, value) }
             }
-            return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+            return SesameHTTP.Response(status: http.statusCode, headers: headers, body: data)
         } catch let error as AuthError {
             throw error
         } catch {
@@ -48,5 +62,15 @@ public struct URLSessionTransport: HTTPTransport {
         case .notConnectedToInternet?, .networkConnectionLost?: "the connection was lost"
         default: "the request failed"
         }
+    }
+}
+
+/// Declines every redirect, so that the 3xx response itself is returned.
+private final class RedirectDecliner: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

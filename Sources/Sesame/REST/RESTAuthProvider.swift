@@ -31,6 +31,13 @@ public struct RESTAuthProvider: AuthProvider {
         public var refreshBody: @Sendable (String) -> JOSEValue = { ["refreshToken": .string($0)] }
         /// Reads a token set from an AuthResponse body received at a given time.
         public var parseTokens: @Sendable (JOSEValue, Date) -> TokenSet? = RESTAuthProvider.parseAuthResponse
+        /// Whether a failed refresh answer means the refresh token is dead (sign out).
+        ///
+        /// Otherwise the failure is worth retrying. Default: a 400 or 401 whose `error` is `invalid_grant`.
+        public var isDefinitiveRejection: @Sendable (SesameHTTP.Response) -> Bool = { response in
+            (response.status == 400 || response.status == 401)
+                && ServerErrorResponse(response)?.oauthError == .invalidGrant
+        }
 
         /// The contract of DESIGN.md §4.
         public init() {}
@@ -47,7 +54,7 @@ public struct RESTAuthProvider: AuthProvider {
     public init(
         baseURL: URL,
         contract: Contract = Contract(),
-        transport: any HTTPTransport = URLSessionTransport(),
+        transport: any HTTPTransport = SesameHTTP.platformTransport,
         timeSource: any TimeSource = SystemTimeSource()
     ) {
         self.baseURL = baseURL
@@ -58,14 +65,16 @@ public struct RESTAuthProvider: AuthProvider {
 
     /// Signs in with email and password.
     ///
-    /// - Throws: ``AuthError``: `server` with `invalid_credentials`, or transport errors.
+    /// - Throws: ``AuthError``: ``AuthError/Code/server`` with ``RESTErrorCode/invalidCredentials`` and the
+    ///   server's description, or transport errors.
     public func login(email: String, password: String) async throws -> TokenSet {
         try await tokens(from: post(contract.loginPath, ["email": .string(email), "password": .string(password)]))
     }
 
     /// Creates an account and signs in.
     ///
-    /// - Throws: ``AuthError``: `server` with `email_taken` or `invalid_request`, or transport errors.
+    /// - Throws: ``AuthError``: ``AuthError/Code/server`` with ``RESTErrorCode/emailTaken`` or
+    ///   ``RESTErrorCode/invalidRequest`` and the server's description, or transport errors.
     public func register(email: String, password: String) async throws -> TokenSet {
         try await tokens(from: post(contract.registerPath, ["email": .string(email), "password": .string(password)]))
     }
@@ -82,35 +91,40 @@ public struct RESTAuthProvider: AuthProvider {
 
     /// Rotates the refresh token.
     ///
-    /// - Throws: ``AuthError``; `invalid_grant` (or any 401) is definitive.
+    /// - Throws: ``AuthError``: ``AuthError/Code/noRefreshToken`` when there is none;
+    ///   ``AuthError/Code/refreshRejected`` (with the server's answer) when ``Contract/isDefinitiveRejection``
+    ///   says so — by default a 400 or 401 with `invalid_grant`; anything else as the server said it, transient
+    ///   for 5xx, 429 and network failures.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         guard let refreshToken = tokens.refreshToken else {
-            throw AuthError(
-                .sessionExpired, "there is no refresh token", serverResponse: OAuthErrorResponse(error: .invalidGrant))
+            throw AuthError(.noRefreshToken, "the credentials have no refresh token")
         }
         let response = try await post(contract.refreshPath, contract.refreshBody(refreshToken))
-        if response.status == 401 {
-            // The contract's 401 on refresh is definitive, whatever the body says.
-            let serverError = Self.error(from: response).serverResponse
-            throw AuthError(
-                .server, "the refresh token was rejected", statusCode: 401,
-                serverResponse: OAuthErrorResponse(
-                    error: .invalidGrant, errorDescription: serverError?.errorDescription))
+        guard response.isSuccess else {
+            if contract.isDefinitiveRejection(response) {
+                throw AuthError(
+                    .refreshRejected, "the server rejected the refresh token", statusCode: response.status,
+                    serverResponse: ServerErrorResponse(response))
+            }
+            throw AuthError.unexpected(response)
         }
         var refreshed = try self.tokens(from: response)
         if refreshed.user == nil { refreshed.user = tokens.user }
+        // RFC 6749 §6: a server may keep the refresh token; then the old one stays valid.
         if refreshed.refreshToken == nil { refreshed.refreshToken = tokens.refreshToken }
         return refreshed
     }
 
-    /// `POST /logout` with the access token and the refresh token (204 expected, no body decoded).
+    /// `POST /logout` with the refresh token in the body and, when it is still valid, the access token (2xx
+    /// expected, no body decoded).
     ///
-    /// - Throws: ``AuthError``.
+    /// - Throws: ``AuthError`` when the server did not confirm.
     public func signOut(_ tokens: TokenSet) async throws {
         var body: JOSEObject = [:]
         if let refreshToken = tokens.refreshToken { body["refreshToken"] = .string(refreshToken) }
-        let response = try await send("POST", contract.logoutPath, .object(body), bearer: tokens.accessToken)
-        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+        let bearer = tokens.needsRefresh(at: timeSource.now, leeway: 0) ? nil : tokens.accessToken
+        let response = try await send("POST", contract.logoutPath, .object(body), bearer: bearer)
+        guard response.isSuccess else { throw AuthError.unexpected(response) }
     }
 
     /// `GET /me` with the access token: `{"id","email"}`.
@@ -118,31 +132,34 @@ public struct RESTAuthProvider: AuthProvider {
     /// - Throws: ``AuthError``.
     public func me(_ tokens: TokenSet) async throws -> TokenSet.User {
         let response = try await send("GET", contract.mePath, nil, bearer: tokens.accessToken)
-        guard response.status == 200, let json = try? JOSEValue.parse(response.body), let id = json["id"]?.stringValue
-        else { throw Self.error(from: response) }
+        guard response.isSuccess else { throw AuthError.unexpected(response) }
+        guard let json = try? JOSEValue.parse(response.body), let id = json["id"]?.stringValue else {
+            throw AuthError(.invalidResponse, "the /me answer has no id", statusCode: response.status)
+        }
         return TokenSet.User(id: id, email: json["email"]?.stringValue, claims: json.objectValue?.dictionary)
     }
 
     // MARK: Plumbing
 
-    private func post(_ path: String, _ body: JOSEValue) async throws -> HTTPResponse {
+    private func post(_ path: String, _ body: JOSEValue) async throws -> SesameHTTP.Response {
         try await send("POST", path, body, bearer: nil)
     }
 
     private func send(_ method: String, _ path: String, _ body: JOSEValue?, bearer: String?) async throws
-        -> HTTPResponse
+        -> SesameHTTP.Response
     {
-        guard let url = URL(string: path, relativeTo: baseURL) else {
+        guard let url = URL(string: path, relativeTo: baseURL)?.absoluteURL else {
             throw AuthError(.configuration, "bad path \(path)")
         }
-        var headers = ["Accept": "application/json"]
+        var headers: SesameHTTP.Headers = ["Accept": "application/json"]
         if body != nil { headers["Content-Type"] = "application/json" }
         if let bearer { headers["Authorization"] = "Bearer \(bearer)" }
-        return try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: body?.jsonData))
+        return try await transport.send(
+            SesameHTTP.Request(method: method, url: url, headers: headers, body: body?.jsonData))
     }
 
-    private func tokens(from response: HTTPResponse) throws -> TokenSet {
-        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+    private func tokens(from response: SesameHTTP.Response) throws -> TokenSet {
+        guard response.isSuccess else { throw AuthError.unexpected(response) }
         guard let json = try? JOSEValue.parse(response.body), let tokens = contract.parseTokens(json, timeSource.now)
         else {
             throw AuthError(.invalidResponse, "the response is not an AuthResponse", statusCode: response.status)
@@ -163,22 +180,8 @@ public struct RESTAuthProvider: AuthProvider {
             refreshToken: json["refreshToken"]?.stringValue,
             expiresAt: TokenSet.expiry(
                 expiresIn: json["expiresIn"]?.doubleValue, accessToken: access, receivedAt: receivedAt),
+            receivedAt: receivedAt,
             user: user
         )
-    }
-
-    /// Maps an error response: an error body becomes `server` (401 without a known code counts as `invalid_grant`
-    /// on refresh); 5xx and 429 without a body are `transport`.
-    static func error(from response: HTTPResponse) -> AuthError {
-        if let json = try? JOSEValue.parse(response.body), let code = json["error"]?.stringValue {
-            return AuthError(
-                .server, "the server refused the request", statusCode: response.status,
-                serverResponse: OAuthErrorResponse(
-                    error: OAuthErrorCode(rawValue: code), errorDescription: json["error_description"]?.stringValue))
-        }
-        if response.status >= 500 || response.status == 429 {
-            return AuthError(.transport, "the server answered \(response.status)", statusCode: response.status)
-        }
-        return AuthError(.invalidResponse, "the server answered \(response.status)", statusCode: response.status)
     }
 }

@@ -5,11 +5,13 @@
 public protocol AuthProvider: Sendable {
     /// Exchanges the refresh token for new credentials.
     ///
-    /// - Throws: ``AuthError``: a definitive rejection carries a server response whose error is
-    ///   ``OAuthErrorCode/invalidGrant`` (``AuthError/requiresReauthentication``); anything transient has
-    ///   ``AuthError/isTransient``.
+    /// - Throws: ``AuthError``: ``AuthError/Code/refreshRejected`` when the server definitively rejected the
+    ///   refresh token (the session then ends); ``AuthError/Code/noRefreshToken`` when there is none; anything
+    ///   transient with ``AuthError/isTransient`` (credentials are kept); `CancellationError`.
     func refresh(_ tokens: TokenSet) async throws -> TokenSet
 
-    /// Tells the server the session is over (best effort: errors are ignored by ``AuthSession/signOut()``).
+    /// Tells the server the session is over (``AuthSession/signOut(revoke:)`` reports whether it confirmed).
+    ///
+    /// - Throws: ``AuthError`` when the server did not confirm.
     func signOut(_ tokens: TokenSet) async throws
 }

@@ -1,42 +1,22 @@
 public import Foundation
 
-/// What happened to a session, for observers.
-///
-/// Events carry no secrets.
-public enum AuthEvent: Sendable, Equatable {
-    /// Credentials were stored for a new sign-in.
-    case signedIn
-    /// The access token was refreshed (generation after the refresh).
-    case refreshed(generation: Int)
-    /// A refresh failed for a transient reason; credentials were kept.
-    case refreshFailed(AuthError.Code)
-    /// Credentials could not be persisted; they serve from memory and the save is retried.
-    case persistenceFailed
-    /// The session ended.
-    case signedOut(SignOutReason)
-
-    /// Why a session ended.
-    public enum SignOutReason: Sendable, Equatable {
-        /// The app or user signed out.
-        case userInitiated
-        /// The server definitively rejected the refresh token.
-        case sessionExpired
-    }
-}
-
 /// One signed-in identity: owns its ``TokenSet``, persists it through a ``TokenStore``, and refreshes it once for
-/// every concurrent caller.
+/// every concurrent caller — in this process and in every other process that shares the store.
 ///
-/// - **Single flight:** when the access token is about to expire (or a request got a 401), exactly one refresh
+/// - **State machine:** the session is `loading` (the store has not been read, or could not be), `signedOut`,
+///   `active`, or `refreshing`; every transition is written down in this file, and ``status`` shows it.
+/// - **A store that cannot be read is not "signed out":** the call throws ``AuthError/Code/storeUnavailable``
+///   (transient) and the next call reads again.
+/// - **Single flight:** when the access token is about to expire (or a request was rejected), exactly one refresh
 ///   runs; every caller awaits the same task, and one caller's cancellation does not cancel it for the others.
-/// - **Generations:** every change of credentials bumps ``generation``. A caller that got a 401 for generation
-///   *n* when *n+1* already exists just retries with the new token.
-/// - **Persist before use:** a rotated refresh token is saved before anyone receives the new access token. If the
-///   save fails, the tokens still serve from memory, ``AuthEvent/persistenceFailed`` is emitted and the save is
-///   retried on the next call.
-/// - **Failure classes:** a definitive rejection (`invalid_grant`) deletes the credentials and ends the session
-///   (after re-reading the store, in case another process rotated the token); a transient failure (network,
-///   5xx, 429, store unavailable) keeps everything and throws a retryable error.
+/// - **Across processes:** the refresh holds the store's cross-process lock, re-reads the store, adopts what
+///   another process already rotated and refreshes — with the newest stored refresh token — only if that is still
+///   needed. The new credentials are persisted before anyone uses them.
+/// - **Epochs:** sign-in and sign-out start a new epoch; a refresh from an earlier one never reads, stores or
+///   revives anything afterwards. Sign-out cancels and awaits the in-flight refresh before it deletes.
+/// - **Failure classes:** a definitive rejection deletes the credentials and ends the session
+///   (``AuthEvent/SignOutReason/sessionExpired``); a transient failure (network, 5xx, 429, store) keeps everything
+///   and throws a retryable error. A failed save or delete is kept pending and retried on the next call.
 /// - **Refresh budget:** more than ``RefreshBudget/maxRefreshes`` refreshes within ``RefreshBudget/window`` throw
 ///   ``AuthError/Code/refreshBudgetExceeded`` instead of looping.
 public actor AuthSession {
@@ -54,6 +34,40 @@ public actor AuthSession {
         }
     }
 
+    /// Where the session stands.
+    public enum Status: Sendable, Equatable {
+        /// The store has not been read yet, or could not be read (the next call tries again).
+        case loading
+        /// No credentials; `reason` says why when this session ended them.
+        case signedOut(reason: AuthEvent.SignOutReason?)
+        /// Credentials are in hand.
+        case active
+        /// Credentials are in hand and a refresh is running.
+        case refreshing
+    }
+
+    /// What ``signOut(revoke:)`` managed to do.
+    public struct SignOutResult: Sendable {
+        /// Whether the server confirmed the end of the session.
+        public enum Revocation: Sendable {
+            /// The server confirmed.
+            case confirmed
+            /// Not attempted: nobody was signed in, or revocation was not asked for.
+            case notAttempted
+            /// The server did not confirm (the error says why); local credentials are deleted all the same.
+            case failed(AuthError)
+        }
+
+        /// The server's side.
+        public let revocation: Revocation
+        /// Whether local credentials are gone.
+        ///
+        /// When false the deletion is pending and retried on the next call.
+        public let credentialsRemoved: Bool
+        /// Whether anyone was signed in.
+        public let wasSignedIn: Bool
+    }
+
     /// The backend.
     public nonisolated let provider: any AuthProvider
     /// Where credentials persist.
@@ -63,22 +77,58 @@ public actor AuthSession {
     private let timeSource: any TimeSource
     private let leeway: TimeInterval
     private let budget: RefreshBudget
+    private let broadcaster = EventBroadcaster()
 
-    private var tokens: TokenSet?
-    private var loaded = false
-    private var pendingSave = false
+    // The state machine. Transitions (and nothing else changes `state`):
+    //   loading     → active | signedOut(nil)                          ensureLoaded() read the store
+    //   loading     → loading                                          the read failed (thrown, retried next call)
+    //   any         → active(new)                                      signIn(with:) saved the new credentials
+    //   any         → signedOut(.userInitiated)                        signOut(revoke:)
+    //   active      → refreshing(tokens, task)                         startRefresh(_:)
+    //   refreshing  → active(newer)                                    the task refreshed, or adopted a newer store
+    //   refreshing  → active(same)                                     the task failed transiently
+    //   refreshing  → signedOut(.sessionExpired | .signedOutElsewhere) definitive rejection / store emptied elsewhere
+    // Every transition out of `refreshing` is made by the refresh task itself and only in the epoch it started in.
+    private enum State {
+        case loading
+        case signedOut(AuthEvent.SignOutReason?)
+        case active(TokenSet)
+        case refreshing(TokenSet, Task<TokenSet, any Error>)
+
+        var tokens: TokenSet? {
+            switch self {
+            case .active(let tokens), .refreshing(let tokens, _): tokens
+            case .loading, .signedOut: nil
+            }
+        }
+    }
+
+    /// Why a refresh runs.
+    private enum Intent {
+        /// The access token expires within this leeway.
+        case expiring(TimeInterval)
+        /// The credentials of this generation were rejected.
+        case rejected
+        /// The caller asked for a refresh.
+        case forced
+        /// Only retry a save that failed.
+        case persist
+    }
+
+    private var state = State.loading
     /// Bumped on every change of credentials.
-    public private(set) var generation = 0
-    /// Bumped on every sign-in and sign-out: a refresh that started in another epoch is discarded.
+    package private(set) var generation = 0
+    /// Bumped on every sign-in and sign-out.
     private var epoch = 0
-    private var inFlight: Task<TokenSet, any Error>?
+    /// Credentials in memory that the store does not have yet (their save failed).
+    private var pendingSave: TokenSet?
+    /// A sign-out whose delete failed: the store still holds credentials this session ended.
+    private var pendingDelete = false
+    /// Credentials a refresh obtained after its epoch ended: revoked by the sign-out that ended it.
+    private var discarded: TokenSet?
     private var refreshTimes: [ContinuousClock.Instant] = []
-    private let eventContinuation: AsyncStream<AuthEvent>.Continuation
-
-    /// Session events, in order.
-    ///
-    /// One consumer; later events wait in a buffer of 64.
-    public nonisolated let events: AsyncStream<AuthEvent>
+    private var operationBusy = false
+    private var operationWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Creates a session; credentials are read from the store on first use.
     ///
@@ -87,7 +137,8 @@ public actor AuthSession {
     ///   - store: where credentials persist.
     ///   - profile: the key in the store (default `default`).
     ///   - timeSource: the clock for expiry decisions.
-    ///   - refreshLeeway: refresh this long before the access token expires (default 60 s).
+    ///   - refreshLeeway: refresh this long before the access token expires (default 60 s; never more than half
+    ///     the token's lifetime).
     ///   - refreshBudget: the refresh-loop guard.
     public init(
         provider: any AuthProvider,
@@ -103,153 +154,362 @@ public actor AuthSession {
         self.timeSource = timeSource
         self.leeway = refreshLeeway
         self.budget = refreshBudget
-        (events, eventContinuation) = AsyncStream.makeStream(of: AuthEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
 
-    deinit { eventContinuation.finish() }
+    deinit { broadcaster.finish() }
+
+    /// A new subscription to the session's events, in order.
+    ///
+    /// Every call returns its own stream: a view model and a logger can both listen, and one that stops listening
+    /// (its task cancelled, its stream released) does not end the others'. Each stream buffers the newest
+    /// `limit` events while its consumer is busy.
+    public nonisolated func events(bufferingNewest limit: Int = 64) -> AsyncStream<AuthEvent> {
+        broadcaster.subscribe(bufferingNewest: limit)
+    }
+
+    /// Where the session stands, without reading the store.
+    public var status: Status {
+        switch state {
+        case .loading: .loading
+        case .signedOut(let reason): .signedOut(reason: reason)
+        case .active: .active
+        case .refreshing: .refreshing
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads the store if that has not happened yet (or failed last time).
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable`` or ``AuthError/Code/storeCorrupt``; the
+    ///   session then stays ``Status/loading``.
+    public func load() async throws { try await ensureLoaded() }
+
+    /// Whether credentials exist (the store is read on first call).
+    ///
+    /// - Throws: as ``load()``: an unreadable store is not "signed out".
+    public var isSignedIn: Bool {
+        get async throws {
+            try await ensureLoaded()
+            return state.tokens != nil
+        }
+    }
+
+    /// The current credentials without refreshing, or nil.
+    ///
+    /// - Throws: as ``load()``.
+    public var currentTokens: TokenSet? {
+        get async throws {
+            try await ensureLoaded()
+            return state.tokens
+        }
+    }
 
     // MARK: Signing in and out
 
     /// Starts a session with fresh credentials: persisted first, then used.
     ///
+    /// Any refresh of an earlier session is cancelled first and can never store anything afterwards.
+    ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable`` when they cannot be saved (the session
     ///   does not start: a sign-in that would be forgotten at the next launch is reported, not hidden).
     public func signIn(with tokens: TokenSet) async throws {
-        try await store.save(tokens, profile: profile)
+        await beginOperation()
+        defer { endOperation() }
         epoch += 1
-        inFlight = nil
-        self.tokens = tokens
-        loaded = true
-        pendingSave = false
-        generation += 1
-        eventContinuation.yield(.signedIn)
-    }
-
-    /// Ends the session: tells the server (best effort) and always deletes local credentials, even offline.
-    public func signOut() async {
-        await loadIfNeeded()
-        let ending = tokens
-        epoch += 1
-        inFlight = nil
-        tokens = nil
-        generation += 1
-        try? await store.delete(profile: profile)
-        eventContinuation.yield(.signedOut(.userInitiated))
-        if let ending { try? await provider.signOut(ending) }
-    }
-
-    /// Whether credentials exist (read from the store on first call).
-    public var isSignedIn: Bool {
-        get async {
-            await loadIfNeeded()
-            return tokens != nil
+        await endRefresh()
+        let store = self.store
+        let profile = self.profile
+        do {
+            try await store.withExclusiveAccess(profile: profile) { try await store.save(tokens, profile: profile) }
+        } catch {
+            throw Self.storeError(error, "cannot save the credentials")
         }
+        pendingDelete = false
+        pendingSave = nil
+        discarded = nil
+        generation += 1
+        state = .active(tokens)
+        broadcaster.yield(.signedIn)
     }
 
-    /// The current credentials without refreshing, or nil.
-    public var currentTokens: TokenSet? {
-        get async {
-            await loadIfNeeded()
-            return tokens
+    /// Ends the session: local credentials are always deleted (even offline), and the server is told unless
+    /// `revoke` is false.
+    ///
+    /// The in-flight refresh, if any, is cancelled and awaited first, so nothing it does lands afterwards. The
+    /// newest credentials — this process's, or those another process stored — are the ones revoked.
+    ///
+    /// - Parameter revoke: whether to tell the server (default true).
+    /// - Returns: what was done; ``SignOutResult/revocation`` says whether the server confirmed.
+    @discardableResult
+    public func signOut(revoke: Bool = true) async -> SignOutResult {
+        await beginOperation()
+        defer { endOperation() }
+        var newest = state.tokens
+        epoch += 1
+        await endRefresh()
+        if let discarded { newest = discarded }
+        discarded = nil
+        pendingSave = nil
+        generation += 1
+        state = .signedOut(.userInitiated)
+        let store = self.store
+        let profile = self.profile
+        var removed = true
+        do {
+            let stored = try await store.withExclusiveAccess(profile: profile) { () async throws -> TokenSet? in
+                let stored = try? await store.load(profile: profile)
+                try await store.delete(profile: profile)
+                return stored
+            }
+            if let stored { newest = stored }
+            pendingDelete = false
+        } catch {
+            pendingDelete = true
+            removed = false
+            broadcaster.yield(.persistenceFailed)
+        }
+        broadcaster.yield(.signedOut(.userInitiated))
+        guard let newest else {
+            return SignOutResult(revocation: .notAttempted, credentialsRemoved: removed, wasSignedIn: false)
+        }
+        guard revoke else {
+            return SignOutResult(revocation: .notAttempted, credentialsRemoved: removed, wasSignedIn: true)
+        }
+        do {
+            try await provider.signOut(newest)
+            return SignOutResult(revocation: .confirmed, credentialsRemoved: removed, wasSignedIn: true)
+        } catch {
+            return SignOutResult(
+                revocation: .failed(Self.revocationError(error)), credentialsRemoved: removed, wasSignedIn: true)
         }
     }
 
     // MARK: Valid credentials
 
-    /// Credentials whose access token is valid for at least `minimumValidity` (default: the refresh leeway),
-    /// refreshed first if needed, and their generation.
+    /// Credentials whose access token is valid for at least `minimumValidity` (default: the refresh leeway, capped
+    /// at half the token's lifetime), refreshed first if needed.
     ///
     /// - Throws: ``AuthError``: ``AuthError/Code/notSignedIn``, ``AuthError/Code/sessionExpired`` (the refresh
-    ///   was definitively rejected), transient errors (credentials kept), ``AuthError/Code/refreshBudgetExceeded``.
-    public func validTokens(minimumValidity: TimeInterval? = nil) async throws -> (tokens: TokenSet, generation: Int) {
-        await loadIfNeeded()
-        await retryPendingSave()
-        guard let current = tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
-        if !current.needsRefresh(at: timeSource.now, leeway: minimumValidity ?? leeway) {
-            return (current, generation)
-        }
-        let refreshed = try await refreshSingleFlight(after: generation)
-        return (refreshed, generation)
+    ///   was definitively rejected), transient errors (credentials kept; ``AuthError/Code/storeUnavailable`` for
+    ///   a store that cannot be read), ``AuthError/Code/refreshBudgetExceeded``.
+    public func validTokens(minimumValidity: TimeInterval? = nil) async throws -> TokenSet {
+        try await credentials(minimumValidity: minimumValidity).tokens
     }
 
-    /// Called after a 401 for a request made with `generation`: retries with newer credentials if they exist,
-    /// otherwise refreshes once for every caller.
+    /// Refreshes now, whatever the access token's expiry — unless another process refreshed since this session
+    /// last read the store, in which case its credentials are adopted (a refresh just happened).
     ///
-    /// - Throws: ``AuthError`` as ``validTokens(minimumValidity:)`` does.
-    public func refresh(after generation: Int) async throws -> (tokens: TokenSet, generation: Int) {
-        await loadIfNeeded()
-        guard let current = tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
-        if self.generation > generation { return (current, self.generation) }
-        let refreshed = try await refreshSingleFlight(after: generation)
-        return (refreshed, self.generation)
+    /// - Throws: as ``validTokens(minimumValidity:)``.
+    public func forceRefresh() async throws -> TokenSet {
+        try await ensureLoaded()
+        return try await refresh(.forced).tokens
     }
 
-    private func refreshSingleFlight(after observed: Int) async throws -> TokenSet {
-        if let inFlight { return try await inFlight.value }
-        if generation > observed, let tokens { return tokens }
+    /// Newer credentials after `rejected` was refused by a server: the current ones if they differ (someone
+    /// refreshed already), otherwise one refresh for every caller.
+    ///
+    /// This is what an HTTP client's retry path calls (the Alamofire interceptor does).
+    ///
+    /// - Throws: as ``validTokens(minimumValidity:)``.
+    public func refreshTokens(replacing rejected: TokenSet) async throws -> TokenSet {
+        try await ensureLoaded()
+        if let current = state.tokens, current.accessToken != rejected.accessToken { return current }
+        return try await refresh(.rejected).tokens
+    }
+
+    /// Credentials and their generation, refreshed if they expire within the leeway.
+    package func credentials(minimumValidity: TimeInterval? = nil) async throws -> (tokens: TokenSet, generation: Int) {
+        try await ensureLoaded()
+        switch state {
+        case .loading, .signedOut: throw AuthError(.notSignedIn, "no one is signed in")
+        case .refreshing: return try await refresh(.expiring(minimumValidity ?? leeway))
+        case .active(let tokens):
+            let wanted = minimumValidity ?? leeway
+            if tokens.needsRefresh(at: timeSource.now, leeway: wanted) { return try await refresh(.expiring(wanted)) }
+            if pendingSave != nil { return try await refresh(.persist) }
+            return (tokens, generation)
+        }
+    }
+
+    /// Credentials newer than `rejectedGeneration`: the current ones if they are, else one refresh.
+    package func credentials(after rejectedGeneration: Int) async throws -> (tokens: TokenSet, generation: Int) {
+        try await ensureLoaded()
+        if generation > rejectedGeneration, case .active(let tokens) = state { return (tokens, generation) }
+        return try await refresh(.rejected)
+    }
+
+    // MARK: The refresh
+
+    /// Joins the in-flight refresh or starts one.
+    ///
+    /// A joined refresh that did not serve this intent (it only
+    /// retried a save, or its result still expires too soon) is followed by one more.
+    private func refresh(_ intent: Intent) async throws -> (tokens: TokenSet, generation: Int) {
         let startedEpoch = epoch
-        let task = Task { try await self.performRefresh(epoch: startedEpoch) }
-        inFlight = task
-        defer { if epoch == startedEpoch { inFlight = nil } }
-        return try await task.value
+        for attempt in 0..<2 {
+            let task: Task<TokenSet, any Error>
+            let joined: Bool
+            switch state {
+            case .loading, .signedOut: throw AuthError(.notSignedIn, "no one is signed in")
+            case .refreshing(_, let running):
+                task = running
+                joined = true
+            case .active(let tokens):
+                task = Task { try await self.runRefresh(intent, epoch: startedEpoch) }
+                state = .refreshing(tokens, task)
+                joined = false
+            }
+            let before = generation
+            let tokens: TokenSet
+            do {
+                tokens = try await task.value
+            } catch {
+                guard epoch == startedEpoch else { throw Self.ended }
+                throw error
+            }
+            guard epoch == startedEpoch else { throw Self.ended }
+            if !joined || attempt == 1 || served(intent, tokens, since: before) { return (tokens, generation) }
+        }
+        throw Self.ended  // not reached: the second attempt always returns
     }
 
-    private func performRefresh(epoch startedEpoch: Int) async throws -> TokenSet {
-        try chargeBudget()
+    private func served(_ intent: Intent, _ tokens: TokenSet, since generation: Int) -> Bool {
+        switch intent {
+        case .expiring(let wanted): !tokens.needsRefresh(at: timeSource.now, leeway: wanted)
+        case .rejected, .forced: self.generation > generation
+        case .persist: true
+        }
+    }
+
+    private static let ended = AuthError(.notSignedIn, "the session ended while refreshing; the result was discarded")
+
+    /// The refresh task's body: every exit leaves `refreshing` (in its own epoch only).
+    private func runRefresh(_ intent: Intent, epoch startedEpoch: Int) async throws -> TokenSet {
         let store = self.store
         let profile = self.profile
-        return try await store.withExclusiveAccess(profile: profile) {
-            try await self.refreshHoldingLock(epoch: startedEpoch)
-        }
-    }
-
-    private func refreshHoldingLock(epoch startedEpoch: Int) async throws -> TokenSet {
-        guard let used = tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
-        // Another process may have refreshed already: adopt its newer credentials.
-        if let stored = try? await store.load(profile: profile), stored.refreshToken != used.refreshToken,
-            !stored.needsRefresh(at: timeSource.now, leeway: leeway)
-        {
-            return adopt(stored, epoch: startedEpoch)
-        }
         do {
-            let refreshed = try await provider.refresh(used)
-            guard epoch == startedEpoch else {
-                throw AuthError(.notSignedIn, "the session ended while refreshing; the result was discarded")
+            return try await store.withExclusiveAccess(profile: profile) {
+                try await self.refreshHoldingLock(intent, epoch: startedEpoch)
             }
-            do {
-                try await store.save(refreshed, profile: profile)
-                pendingSave = false
-            } catch {
-                pendingSave = true
-                eventContinuation.yield(.persistenceFailed)
+        } catch {
+            let failure = Self.refreshFailure(error)
+            guard epoch == startedEpoch else { throw failure }
+            if case .refreshing(let tokens, _) = state {
+                state = .active(tokens)
+                if let code = (failure as? AuthError)?.code { broadcaster.yield(.refreshFailed(code)) }
             }
-            return adopt(refreshed, epoch: startedEpoch)
-        } catch let error as AuthError where error.requiresReauthentication {
-            // Before giving up, re-read the store: another process may have rotated the token we used.
-            if let stored = try? await store.load(profile: profile), stored.refreshToken != used.refreshToken {
-                return adopt(stored, epoch: startedEpoch)
-            }
-            guard epoch == startedEpoch else { throw error }
-            tokens = nil
-            generation += 1
-            epoch += 1
-            try? await store.delete(profile: profile)
-            eventContinuation.yield(.signedOut(.sessionExpired))
-            throw AuthError(
-                .sessionExpired, "the session has expired; sign in again", statusCode: error.statusCode,
-                serverResponse: error.serverResponse)
-        } catch let error as AuthError {
-            eventContinuation.yield(.refreshFailed(error.code))
-            throw error
+            throw failure
         }
     }
 
-    private func adopt(_ refreshed: TokenSet, epoch startedEpoch: Int) -> TokenSet {
-        guard epoch == startedEpoch else { return refreshed }
-        tokens = refreshed
+    /// Under the cross-process lock: re-read, adopt, refresh only if still needed, persist, then use.
+    private func refreshHoldingLock(_ intent: Intent, epoch startedEpoch: Int) async throws -> TokenSet {
+        guard epoch == startedEpoch, case .refreshing(let memory, _) = state else { throw Self.ended }
+        if let pending = pendingSave {
+            if (try? await store.save(pending, profile: profile)) != nil, pendingSave == pending { pendingSave = nil }
+            guard epoch == startedEpoch else { throw Self.ended }
+            if case .persist = intent { return memory }
+        }
+        var candidate = memory
+        if pendingSave == nil {
+            let stored: TokenSet?
+            do {
+                stored = try await store.load(profile: profile)
+            } catch {
+                throw Self.storeError(error, "cannot read the credentials before refreshing")
+            }
+            guard epoch == startedEpoch else { throw Self.ended }
+            guard let stored else {
+                return try await endSession(.signedOutElsewhere, deleting: false, epoch: startedEpoch)
+            }
+            candidate = stored
+        }
+        let adopted = candidate != memory
+        switch intent {
+        case .expiring(let wanted) where !candidate.needsRefresh(at: timeSource.now, leeway: wanted):
+            return finish(with: candidate)
+        case .rejected where adopted, .forced where adopted, .persist:
+            return finish(with: candidate)
+        default:
+            break
+        }
+        try chargeBudget()
+        let refreshed: TokenSet
+        do {
+            refreshed = try await provider.refresh(candidate)
+        } catch let error as AuthError where error.code == .refreshRejected {
+            guard epoch == startedEpoch else { throw Self.ended }
+            // A process that does not take the lock may have rotated the token meanwhile: adopt its newer one.
+            if let stored = try? await store.load(profile: profile), stored.refreshToken != candidate.refreshToken,
+                epoch == startedEpoch
+            {
+                return finish(with: stored)
+            }
+            guard epoch == startedEpoch else { throw Self.ended }
+            return try await endSession(.sessionExpired, deleting: true, epoch: startedEpoch, cause: error)
+        }
+        guard epoch == startedEpoch else {
+            discarded = refreshed
+            throw Self.ended
+        }
+        try await persist(refreshed, epoch: startedEpoch)
+        return finish(with: refreshed)
+    }
+
+    /// Saves before use, retrying twice; if the store still refuses, the credentials serve from memory and the
+    /// save stays pending.
+    private func persist(_ tokens: TokenSet, epoch startedEpoch: Int) async throws {
+        for attempt in 0..<3 {
+            if attempt > 0 { try? await Task.sleep(for: .milliseconds(20 * attempt)) }
+            if (try? await store.save(tokens, profile: profile)) != nil {
+                pendingSave = nil
+                return
+            }
+            guard epoch == startedEpoch else { throw Self.ended }
+        }
+        pendingSave = tokens
+        broadcaster.yield(.persistenceFailed)
+    }
+
+    /// Makes the transition `refreshing → active(tokens)`.
+    private func finish(with tokens: TokenSet) -> TokenSet {
+        let changed = state.tokens != tokens
+        state = .active(tokens)
+        if changed {
+            generation += 1
+            broadcaster.yield(.refreshed(generation: generation))
+        }
+        return tokens
+    }
+
+    /// Makes the transition `refreshing → signedOut(reason)`.
+    ///
+    /// Called holding the cross-process lock; when the server ended the
+    /// session the stored credentials are deleted first (or the deletion is kept pending). The state stays
+    /// `refreshing` until then, so a sign-in meanwhile waits for this task and its delete cannot hit the new
+    /// session's credentials.
+    private func endSession(
+        _ reason: AuthEvent.SignOutReason, deleting: Bool, epoch startedEpoch: Int, cause: AuthError? = nil
+    ) async throws -> TokenSet {
+        let deleted = deleting ? (try? await store.delete(profile: profile)) != nil : true
+        guard epoch == startedEpoch else { throw Self.ended }
         generation += 1
-        eventContinuation.yield(.refreshed(generation: generation))
-        return refreshed
+        state = .signedOut(reason)
+        pendingSave = nil
+        if !deleted {
+            pendingDelete = true
+            broadcaster.yield(.persistenceFailed)
+        }
+        broadcaster.yield(.signedOut(reason))
+        switch reason {
+        case .signedOutElsewhere:
+            throw AuthError(.notSignedIn, "the session was ended by another process sharing the store")
+        default:
+            throw AuthError(
+                .sessionExpired, "the session has expired; sign in again", statusCode: cause?.statusCode,
+                serverResponse: cause?.serverResponse)
+        }
     }
 
     private func chargeBudget() throws {
@@ -263,18 +523,84 @@ public actor AuthSession {
         refreshTimes.append(now)
     }
 
-    private func loadIfNeeded() async {
-        guard !loaded else { return }
-        let startedEpoch = epoch
-        let stored = try? await store.load(profile: profile)
-        guard !loaded, epoch == startedEpoch else { return }
-        tokens = stored
-        loaded = true
-        if stored != nil { generation += 1 }
+    /// Cancels the in-flight refresh and waits for it, so nothing it does can land later.
+    private func endRefresh() async {
+        guard case .refreshing(let tokens, let task) = state else { return }
+        task.cancel()
+        _ = await task.result
+        if case .refreshing(_, let current) = state, current == task { state = .active(tokens) }
     }
 
-    private func retryPendingSave() async {
-        guard pendingSave, let tokens else { return }
-        if (try? await store.save(tokens, profile: profile)) != nil { pendingSave = false }
+    // MARK: Loading and pending writes
+
+    private func ensureLoaded() async throws {
+        if pendingDelete { await retryPendingDelete() }
+        guard case .loading = state else { return }
+        let startedEpoch = epoch
+        let stored: TokenSet?
+        do {
+            stored = try await store.load(profile: profile)
+        } catch {
+            broadcaster.yield(.storeUnavailable)
+            throw Self.storeError(error, "cannot read the credentials")
+        }
+        guard epoch == startedEpoch, case .loading = state else { return }
+        if let stored {
+            generation += 1
+            state = .active(stored)
+        } else {
+            state = .signedOut(nil)
+        }
+        broadcaster.yield(.loaded(signedIn: stored != nil))
+    }
+
+    /// A deletion that failed at sign-out (or at a definitive rejection) is retried, serialised with sign-in so
+    /// that it can never delete a newer session's credentials.
+    private func retryPendingDelete() async {
+        await beginOperation()
+        defer { endOperation() }
+        guard pendingDelete, state.tokens == nil else { return }
+        let store = self.store
+        let profile = self.profile
+        if (try? await store.withExclusiveAccess(profile: profile) { try await store.delete(profile: profile) }) != nil
+        {
+            pendingDelete = false
+        }
+    }
+
+    /// Sign-in, sign-out and pending deletes run one at a time.
+    private func beginOperation() async {
+        guard operationBusy else {
+            operationBusy = true
+            return
+        }
+        await withCheckedContinuation { operationWaiters.append($0) }
+    }
+
+    private func endOperation() {
+        if operationWaiters.isEmpty {
+            operationBusy = false
+        } else {
+            operationWaiters.removeFirst().resume()
+        }
+    }
+
+    // MARK: Errors
+
+    private static func storeError(_ error: any Error, _ message: String) -> any Error {
+        if error is CancellationError { return error }
+        if let error = error as? AuthError { return error }
+        return AuthError(.storeUnavailable, "\(message): \(type(of: error))")
+    }
+
+    private static func refreshFailure(_ error: any Error) -> any Error {
+        if error is CancellationError || error is AuthError { return error }
+        return AuthError(.transport, "the provider failed: \(type(of: error))")
+    }
+
+    private static func revocationError(_ error: any Error) -> AuthError {
+        if let error = error as? AuthError { return error }
+        if error is CancellationError { return AuthError(.transport, "cancelled") }
+        return AuthError(.transport, "the provider failed: \(type(of: error))")
     }
 }

@@ -1,5 +1,6 @@
 #if canImport(Observation)
     public import Observation
+    internal import SesameJOSE
 
     /// The session's state for SwiftUI: `@Observable` and main-actor bound, so a root view can switch on it.
     ///
@@ -15,12 +16,16 @@
     ///     }
     /// }
     /// ```
+    ///
+    /// A store that cannot be read at launch (a locked Keychain while the app prewarms) leaves the status
+    /// ``Status/unknown`` with ``lastTransientError`` set — never ``Status/signedOut(reason:)``; the status
+    /// follows as soon as any call (or ``reload()``) reads the store.
     @MainActor
     @Observable
     public final class AuthState {
         /// What a root view needs to know.
         public enum Status: Sendable, Equatable {
-            /// Not known yet (the store has not been read).
+            /// Not known yet (the store has not been read, or could not be).
             case unknown
             /// Credentials exist.
             case signedIn(user: TokenSet.User?)
@@ -30,37 +35,66 @@
 
         /// The current status.
         public private(set) var status: Status = .unknown
-        /// The latest transient problem (cleared by the next successful refresh).
+        /// The latest transient problem (cleared by the next successful read or refresh).
         public private(set) var lastTransientError: AuthError.Code?
 
-        @ObservationIgnored private var watcher: Task<Void, Never>?
+        @ObservationIgnored private let session: AuthSession
+        @ObservationIgnored private let watcher = WatcherTask()
 
-        /// Follows `session`: reads its stored credentials, then applies its events.
+        /// Follows `session`: subscribes to its events, then reads its stored credentials.
         public init(session: AuthSession) {
-            watcher = Task { [weak self] in
-                let tokens = await session.currentTokens
-                self?.status = tokens.map { .signedIn(user: $0.user) } ?? .signedOut(reason: nil)
-                for await event in session.events {
-                    guard let self else { return }
-                    await self.apply(event, session: session)
-                }
+            self.session = session
+            let events = session.events()
+            watcher.start(
+                Task { [weak self] in
+                    await self?.reload()
+                    for await event in events {
+                        guard let self else { return }
+                        await self.apply(event)
+                    }
+                })
+        }
+
+        deinit { watcher.cancel() }
+
+        /// Reads the session's credentials again (after ``lastTransientError`` was
+        /// ``AuthError/Code/storeUnavailable``, for example when the app becomes active).
+        public func reload() async {
+            do {
+                let tokens = try await session.currentTokens
+                status = tokens.map { .signedIn(user: $0.user) } ?? .signedOut(reason: nil)
+                lastTransientError = nil
+            } catch let error as AuthError {
+                lastTransientError = error.code
+            } catch {
+                lastTransientError = .storeUnavailable
             }
         }
 
-        isolated deinit { watcher?.cancel() }
-
-        private func apply(_ event: AuthEvent, session: AuthSession) async {
+        private func apply(_ event: AuthEvent) async {
             switch event {
-            case .signedIn, .refreshed:
-                status = .signedIn(user: await session.currentTokens?.user)
+            case .signedIn, .refreshed, .loaded:
+                if let tokens = try? await session.currentTokens {
+                    status = .signedIn(user: tokens.user)
+                } else if case .loaded(signedIn: false) = event {
+                    status = .signedOut(reason: nil)
+                }
                 lastTransientError = nil
             case .refreshFailed(let code):
                 lastTransientError = code
-            case .persistenceFailed:
+            case .persistenceFailed, .storeUnavailable:
                 lastTransientError = .storeUnavailable
             case .signedOut(let reason):
                 status = .signedOut(reason: reason)
             }
         }
+    }
+
+    /// Holds the watcher task so that the (nonisolated) deinit can cancel it.
+    final class WatcherTask: Sendable {
+        private let task = LockedValue<Task<Void, Never>?>(nil)
+
+        func start(_ task: Task<Void, Never>) { self.task.withLock { $0 = task } }
+        func cancel() { task.withLock { $0?.cancel() } }
     }
 #endif

@@ -83,6 +83,10 @@ public protocol KeychainBackend: Sendable {
 ///
 /// Saving is an upsert (add, and on a duplicate, update). A locked device (`errSecInteractionNotAllowed`) is
 /// ``AuthError/Code/storeUnavailable`` — try later — and never looks like "signed out".
+///
+/// With a `lockDirectory` (for an app and its extensions: a folder in the app group's shared container),
+/// processes sharing the items refresh one at a time through a ``ProfileLock``; without one there is no
+/// cross-process lock, which is right only when a single process uses the items.
 public struct KeychainTokenStore: TokenStore {
     /// The item's service.
     public let service: String
@@ -92,6 +96,8 @@ public struct KeychainTokenStore: TokenStore {
     public let accessibility: KeychainAccessibility
     /// Whether the Apple shim attaches an access-control object.
     public let usesAccessControl: Bool
+    /// The cross-process lock, when a lock directory was given.
+    public let lock: ProfileLock?
     private let backend: any KeychainBackend
 
     /// Creates a store over a backend.
@@ -100,8 +106,10 @@ public struct KeychainTokenStore: TokenStore {
         accessGroup: String? = nil,
         accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
         usesAccessControl: Bool = false,
+        lockDirectory: URL? = nil,
         backend: any KeychainBackend
     ) {
+        self.lock = lockDirectory.map { ProfileLock(directory: $0) }
         self.service = service
         self.accessGroup = accessGroup
         self.accessibility = accessibility
@@ -152,6 +160,17 @@ public struct KeychainTokenStore: TokenStore {
     public func delete(profile: String) async throws {
         let status = backend.delete(query(profile: profile))
         guard status == .success || status == .itemNotFound else { throw Self.error(status, "delete") }
+    }
+
+    /// Holds the profile's ``ProfileLock`` while `body` runs (no lock without a lock directory).
+    ///
+    /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
+    public func withExclusiveAccess<Result: Sendable>(
+        profile: String,
+        _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        guard let lock else { return try await body() }
+        return try await lock.withLock(profile: profile, body)
     }
 
     static func error(_ status: KeychainStatus, _ operation: String) -> AuthError {

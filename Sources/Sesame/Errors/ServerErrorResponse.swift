@@ -1,0 +1,101 @@
+import Foundation
+internal import SesameJOSE
+
+/// An error answer as the server sent it: the status, and its `{"error","error_description","error_uri"}` body
+/// (RFC 6749 §5.2, RFC 6750 §3.1, the REST contract), kept verbatim.
+public struct ServerErrorResponse: Sendable, Hashable {
+    /// The HTTP status.
+    public let statusCode: Int
+    /// The error code as sent.
+    ///
+    /// Sent as `error`.
+    public let error: String
+    /// The server's explanation, with control characters replaced (it is meant for people, and may be shown).
+    ///
+    /// Sent as `error_description`.
+    public let errorDescription: String?
+    /// A page about the error.
+    ///
+    /// Sent as `error_uri`.
+    public let errorURI: String?
+
+    /// Creates an error response.
+    public init(statusCode: Int, error: String, errorDescription: String? = nil, errorURI: String? = nil) {
+        self.statusCode = statusCode
+        self.error = error
+        self.errorDescription = errorDescription
+        self.errorURI = errorURI
+    }
+
+    /// Reads an error body; nil when the body is not a JSON object with a string `error`.
+    public init?(_ response: SesameHTTP.Response) {
+        guard let json = try? JOSEValue.parse(response.body), let code = json["error"]?.stringValue, !code.isEmpty
+        else { return nil }
+        self.init(
+            statusCode: response.status, error: Sanitized.text(code, limit: 128),
+            errorDescription: json["error_description"]?.stringValue.map { Sanitized.text($0, limit: 1024) },
+            errorURI: json["error_uri"]?.stringValue.map { Sanitized.text($0, limit: 1024) })
+    }
+
+    /// The code as an OAuth code (RFC 6749 and friends).
+    public var oauthError: OAuthErrorCode { OAuthErrorCode(rawValue: error) }
+
+    /// The code as a REST-contract code.
+    public var restError: RESTErrorCode { RESTErrorCode(rawValue: error) }
+}
+
+/// An OAuth 2.0 error code; unknown codes pass through untouched.
+public struct OAuthErrorCode: RawRepresentable, Hashable, Sendable {
+    /// The code as sent.
+    public let rawValue: String
+    /// Creates a code.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// RFC 6749 §5.2: the grant (a refresh token, a code) is invalid, expired or revoked.
+    public static let invalidGrant = Self(rawValue: "invalid_grant")
+    /// RFC 6749 §5.2.
+    public static let invalidRequest = Self(rawValue: "invalid_request")
+    /// RFC 6749 §5.2.
+    public static let invalidClient = Self(rawValue: "invalid_client")
+    /// RFC 6749 §5.2.
+    public static let invalidScope = Self(rawValue: "invalid_scope")
+    /// RFC 6749 §5.2.
+    public static let unauthorizedClient = Self(rawValue: "unauthorized_client")
+    /// RFC 6749 §5.2.
+    public static let unsupportedGrantType = Self(rawValue: "unsupported_grant_type")
+    /// RFC 6750 §3.1: the access token is invalid or expired.
+    public static let invalidToken = Self(rawValue: "invalid_token")
+    /// RFC 6750 §3.1.
+    public static let insufficientScope = Self(rawValue: "insufficient_scope")
+}
+
+/// An error code of the proprietary REST contract (DESIGN §4); unknown codes pass through untouched.
+public struct RESTErrorCode: RawRepresentable, Hashable, Sendable {
+    /// The code as sent.
+    public let rawValue: String
+    /// Creates a code.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Wrong email or password.
+    public static let invalidCredentials = Self(rawValue: "invalid_credentials")
+    /// The email is registered already.
+    public static let emailTaken = Self(rawValue: "email_taken")
+    /// The request is malformed (for example a password that is too short).
+    public static let invalidRequest = Self(rawValue: "invalid_request")
+    /// The refresh token is unknown, expired or revoked.
+    public static let invalidGrant = Self(rawValue: "invalid_grant")
+}
+
+/// Text from outside made safe to show: control characters replaced, length bounded.
+enum Sanitized {
+    static func text(_ text: String, limit: Int) -> String {
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(limit) {
+            let isControl =
+                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+            result.append(isControl ? "\u{FFFD}" : scalar)
+        }
+        return String(result)
+    }
+}

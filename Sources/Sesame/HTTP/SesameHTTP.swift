@@ -1,0 +1,235 @@
+public import Foundation
+
+/// Sesame's HTTP vocabulary: the values that cross the ``HTTPTransport`` seam.
+///
+/// The types are nested so that they never collide with `HTTPRequest`/`HTTPResponse` from swift-http-types,
+/// NIO, Alamofire or an app's own code.
+public enum SesameHTTP {
+    /// Header fields in order, with case-insensitive names (RFC 9110 §5.1) and repeated fields kept.
+    ///
+    /// Reading a name that occurs several times through the subscript gives the values joined with `", "`, which
+    /// is their meaning for list-valued fields such as `WWW-Authenticate` (RFC 9110 §5.3).
+    public struct Headers: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+        /// One field.
+        public struct Field: Sendable, Hashable {
+            /// The name as sent.
+            public var name: String
+            /// The value.
+            public var value: String
+
+            /// Creates a field.
+            public init(name: String, value: String) {
+                self.name = name
+                self.value = value
+            }
+        }
+
+        /// The fields, in order.
+        public private(set) var fields: [Field]
+
+        /// Creates headers from fields.
+        public init(_ fields: [Field] = []) { self.fields = fields }
+
+        /// Creates headers from a dictionary (order unspecified).
+        public init(_ dictionary: [String: String]) {
+            fields = dictionary.sorted { $0.key < $1.key }.map { Field(name: $0.key, value: $0.value) }
+        }
+
+        /// Creates headers from a literal.
+        public init(dictionaryLiteral elements: (String, String)...) {
+            fields = elements.map { Field(name: $0.0, value: $0.1) }
+        }
+
+        /// Every value of the field `name`, or nil; setting replaces every field of that name (nil removes them).
+        public subscript(name: String) -> String? {
+            get {
+                let found = values(name)
+                return found.isEmpty ? nil : found.joined(separator: ", ")
+            }
+            set {
+                let index = fields.firstIndex { Self.same($0.name, name) }
+                fields.removeAll { Self.same($0.name, name) }
+                guard let newValue else { return }
+                fields.insert(Field(name: name, value: newValue), at: Swift.min(index ?? fields.count, fields.count))
+            }
+        }
+
+        /// Every value of the field `name`, in order.
+        public func values(_ name: String) -> [String] { fields.filter { Self.same($0.name, name) }.map(\.value) }
+
+        /// Appends a field, keeping any others of the same name.
+        public mutating func add(_ name: String, _ value: String) { fields.append(Field(name: name, value: value)) }
+
+        /// Removes every field `name`.
+        public mutating func remove(_ name: String) { fields.removeAll { Self.same($0.name, name) } }
+
+        /// Whether a field `name` is present.
+        public func contains(_ name: String) -> Bool { fields.contains { Self.same($0.name, name) } }
+
+        /// Iterates the fields in order.
+        public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+        /// ASCII case-insensitive name comparison.
+        static func same(_ lhs: String, _ rhs: String) -> Bool {
+            lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        }
+    }
+
+    /// A request as the transport seam sees it: plain values, easy to script in tests.
+    ///
+    /// Its `description`, `debugDescription` and `Mirror` (so `dump()`) show the method, the URL without its
+    /// query and the header names only: header values and bodies may hold credentials.
+    public struct Request: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+        /// The method, for example `GET`.
+        public var method: String
+        /// The absolute URL.
+        public var url: URL
+        /// Header fields.
+        public var headers: Headers
+        /// The body.
+        public var body: Data?
+        /// The timeout for the whole exchange.
+        public var timeout: TimeInterval
+
+        /// Creates a request.
+        public init(method: String, url: URL, headers: Headers = [:], body: Data? = nil, timeout: TimeInterval = 30) {
+            self.method = method
+            self.url = url
+            self.headers = headers
+            self.body = body
+            self.timeout = timeout
+        }
+
+        /// This request's origin, or nil when its URL has no scheme or host.
+        public var origin: Origin? { Origin(url) }
+
+        /// Method, redacted URL and header names; never a value or the body.
+        public var description: String {
+            "Request(\(method) \(Redaction.url(url)), headers: [\(headers.fields.map(\.name).joined(separator: ", "))]"
+                + ", body: \(body?.count ?? 0) bytes)"
+        }
+
+        /// The same as ``description``.
+        public var debugDescription: String { description }
+
+        /// A mirror without secrets, for `dump()`.
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: [
+                    "method": method, "url": Redaction.url(url), "headers": headers.fields.map(\.name),
+                    "body": "\(body?.count ?? 0) bytes", "timeout": timeout,
+                ], displayStyle: .struct)
+        }
+    }
+
+    /// A response.
+    public struct Response: Sendable, CustomStringConvertible, CustomReflectable {
+        /// The status code.
+        public var status: Int
+        /// Header fields.
+        public var headers: Headers
+        /// The body (empty for 204 and friends).
+        public var body: Data
+
+        /// Creates a response.
+        public init(status: Int, headers: Headers = [:], body: Data = Data()) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
+        /// The header `name` (case-insensitive; repeated fields joined with `", "`).
+        public func header(_ name: String) -> String? { headers[name] }
+
+        /// The `WWW-Authenticate` challenges (RFC 9110 §11.6.1), parsed; empty when there are none.
+        public var challenges: [AuthenticationChallenge] {
+            headers.values("WWW-Authenticate").flatMap { AuthenticationChallenge.parse($0) }
+        }
+
+        /// Whether the status is 2xx.
+        public var isSuccess: Bool { (200..<300).contains(status) }
+
+        /// Status and header names; never a value or the body.
+        public var description: String {
+            "Response(\(status), headers: [\(headers.fields.map(\.name).joined(separator: ", "))], body: \(body.count) bytes)"
+        }
+
+        /// A mirror without secrets, for `dump()`.
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: ["status": status, "headers": headers.fields.map(\.name), "body": "\(body.count) bytes"],
+                displayStyle: .struct)
+        }
+    }
+
+    /// A web origin (RFC 6454): scheme, host and port, compared exactly after ASCII lower-casing of the scheme and
+    /// host and filling in the scheme's default port.
+    public struct Origin: Sendable, Hashable, CustomStringConvertible {
+        /// `http` or `https` (lower-cased).
+        public let scheme: String
+        /// The host (lower-cased ASCII; IPv6 literals without brackets).
+        public let host: String
+        /// The port, the scheme's default filled in.
+        public let port: Int
+
+        /// The origin of `url`, or nil when it has no scheme or host.
+        public init?(_ url: URL) {
+            guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
+                return nil
+            }
+            let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+            guard port >= 0 else { return nil }
+            self.scheme = scheme
+            self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            self.port = port
+        }
+
+        /// `scheme://host:port`.
+        public var description: String {
+            "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        }
+    }
+}
+
+/// Redaction helpers for descriptions.
+enum Redaction {
+    /// The URL without query, fragment or user info.
+    static func url(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return "<url>" }
+        let hadQuery = components.query != nil
+        components.query = nil
+        components.fragment = nil
+        components.user = nil
+        components.password = nil
+        return (components.string ?? "<url>") + (hadQuery ? "?…" : "")
+    }
+}
+
+/// Sends HTTP requests: the one seam between Sesame and the network.
+///
+/// Implement it to route Sesame through your own networking stack, or use `ScriptedTransport` (in
+/// `SesameTesting`) to fake a server in your tests.
+///
+/// A transport **never follows redirects**: it returns a 3xx response as it is, and ``AuthorizedClient`` decides
+/// whether to follow it and with which credentials. Implementations throw ``AuthError`` with code
+/// ``AuthError/Code/transport`` when no response arrived, and `CancellationError` when the task was cancelled.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the response, whatever its status.
+    func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response
+}
+
+extension SesameHTTP {
+    /// The platform's transport.
+    ///
+    /// On Linux, libcurl waiting in the kernel (``CurlTransport``); on Apple platforms `URLSession`
+    /// (``URLSessionTransport``). Neither follows redirects.
+    public static var platformTransport: any HTTPTransport {
+        #if canImport(CSesameCurl)
+            CurlTransport()
+        #else
+            URLSessionTransport()
+        #endif
+    }
+}
