@@ -108,7 +108,7 @@ let package = Package(
         ),
         .target(
             name: "SesameTestSupport",
-            dependencies: ["SesameJOSE"],
+            dependencies: ["SesameJOSE", "SesameLoopback"],
             path: "Tests/SesameTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -119,7 +119,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameIntegrationTests",
-            dependencies: ["Sesame", "SesameDevServer", "SesameJOSE", "SesameTestSupport", "SesameTesting"],
+            dependencies: [
+                "Sesame", "SesameDevServer", "SesameJOSE", "SesameLoopback", "SesameTestSupport", "SesameTesting",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

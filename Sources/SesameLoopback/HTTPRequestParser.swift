@@ -32,7 +32,7 @@ struct HTTPRequestParser {
         guard let requestLine = lines.first, let (method, target, version) = parseRequestLine(requestLine) else {
             return .failure(status: 400, message: "malformed request line")
         }
-        var headers = HTTPHeaders()
+        var headers = HTTPServerHeaders()
         for line in lines.dropFirst() {
             guard let (name, value) = parseField(line) else {
                 return .failure(status: 400, message: "malformed header field")

@@ -11,12 +11,12 @@ public struct HTTPServerRequest: Sendable {
     /// The query string without `?`, if any.
     public let query: String?
     /// The header fields.
-    public let headers: HTTPHeaders
+    public let headers: HTTPServerHeaders
     /// The body (empty when there is none).
     public let body: Data
 
     /// Creates a request.
-    public init(method: String, target: String, headers: HTTPHeaders, body: Data) {
+    public init(method: String, target: String, headers: HTTPServerHeaders, body: Data) {
         self.method = method
         self.target = target
         if let question = target.firstIndex(of: "?") {
@@ -31,13 +31,13 @@ public struct HTTPServerRequest: Sendable {
     }
 
     /// The query parameters, decoded (`application/x-www-form-urlencoded` rules).
-    public var queryParameters: [String: String] { FormEncoding.decode(query ?? "") }
+    public var queryParameters: [String: String] { HTTPFormEncoding.decode(query ?? "") }
 
     /// The body's form parameters, when the content type is `application/x-www-form-urlencoded`.
     public var formParameters: [String: String]? {
         guard let type = headers["Content-Type"], type.hasPrefixCaseInsensitive("application/x-www-form-urlencoded")
         else { return nil }
-        return FormEncoding.decode(String(decoding: body, as: UTF8.self))
+        return HTTPFormEncoding.decode(String(decoding: body, as: UTF8.self))
     }
 
     /// Whether the content type is JSON (`application/json`, with or without parameters).
@@ -56,7 +56,7 @@ public struct HTTPServerRequest: Sendable {
 }
 
 /// `application/x-www-form-urlencoded` (WHATWG URL §5) encoding and decoding.
-public enum FormEncoding {
+public enum HTTPFormEncoding {
     /// Decodes `a=1&b=x+y`; a repeated name keeps its first value.
     public static func decode(_ text: String) -> [String: String] {
         var result: [String: String] = [:]

@@ -5,7 +5,7 @@ public struct HTTPServerResponse: Sendable {
     /// The status code.
     public var status: Int
     /// The header fields (`Content-Length` and `Connection` are set by the server).
-    public var headers: HTTPHeaders
+    public var headers: HTTPServerHeaders
     /// The body.
     public var body: Data
     /// Close the connection after this response.
@@ -14,7 +14,7 @@ public struct HTTPServerResponse: Sendable {
     public var dropsConnection = false
 
     /// Creates a response.
-    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {
+    public init(status: Int, headers: HTTPServerHeaders = [:], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -50,6 +50,31 @@ enum CLIRunner {
         )
     }
 
+    /// Starts every run at once (real OS-level concurrency, not limited by the test's thread pool), then waits
+    /// for all of them. Outputs must stay small (they wait in the pipes until the end).
+    static func runConcurrently(_ runs: [[String]], environment: [String: String] = [:]) throws -> [CLIResult] {
+        let started = try runs.map { arguments -> (Process, Pipe, Pipe) in
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            let output = Pipe()
+            let error = Pipe()
+            process.standardOutput = output
+            process.standardError = error
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            return (process, output, error)
+        }
+        return started.map { process, output, error in
+            process.waitUntilExit()
+            return CLIResult(
+                status: process.terminationStatus,
+                stdout: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                stderr: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+    }
+
     static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

@@ -389,9 +389,12 @@ public actor AuthSession {
         let store = self.store
         let profile = self.profile
         do {
-            return try await store.withExclusiveAccess(profile: profile) {
+            let tokens = try await store.withExclusiveAccess(profile: profile) {
                 try await self.refreshHoldingLock(intent, epoch: startedEpoch)
             }
+            // Every path above ends in finish(with:) or endSession; this only guards the invariant.
+            if epoch == startedEpoch, case .refreshing = state { return finish(with: tokens) }
+            return tokens
         } catch {
             let failure = Self.refreshFailure(error)
             guard epoch == startedEpoch else { throw failure }
@@ -409,7 +412,7 @@ public actor AuthSession {
         if let pending = pendingSave {
             if (try? await store.save(pending, profile: profile)) != nil, pendingSave == pending { pendingSave = nil }
             guard epoch == startedEpoch else { throw Self.ended }
-            if case .persist = intent { return memory }
+            if case .persist = intent { return finish(with: memory) }
         }
         var candidate = memory
         if pendingSave == nil {

@@ -1,5 +1,5 @@
 /// HTTP header fields in the order received, with case-insensitive lookup (RFC 9110 §5.1).
-public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+public struct HTTPServerHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as (name, value) pairs, in order.
     public private(set) var fields: [(name: String, value: String)]
 
@@ -37,7 +37,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
     /// Headers are equal when they hold the same fields in the same order.
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    public static func == (lhs: HTTPServerHeaders, rhs: HTTPServerHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
