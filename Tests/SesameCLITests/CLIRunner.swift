@@ -50,8 +50,10 @@ enum CLIRunner {
         )
     }
 
-    /// Starts every run at once (real OS-level concurrency, not limited by the test's thread pool), then waits
-    /// for all of them. Outputs must stay small (they wait in the pipes until the end).
+    /// Starts every run at once, then waits for all of them.
+    ///
+    /// This is real OS-level concurrency, not limited by the test's thread pool. Outputs must stay small (they
+    /// wait in the pipes until the end).
     static func runConcurrently(_ runs: [[String]], environment: [String: String] = [:]) throws -> [CLIResult] {
         let started = try runs.map { arguments -> (Process, Pipe, Pipe) in
             let process = Process()
