@@ -87,10 +87,10 @@ public struct JOSEError: Error, Sendable, Hashable, CustomStringConvertible, Loc
     /// The claim or header parameter the error is about, when there is one.
     public let parameter: String?
 
-    /// Creates an error.
+    /// Creates an error; control characters in `message` are replaced (it may quote a token's header).
     public init(_ code: Code, _ message: String, parameter: String? = nil) {
         self.code = code
-        self.message = message
+        self.message = PrintableText.isClean(message) ? message : PrintableText.sanitized(message)
         self.parameter = parameter
     }
 

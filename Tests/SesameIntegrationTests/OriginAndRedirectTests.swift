@@ -59,7 +59,7 @@ import Testing
         name == "curl" ? SesameHTTP.platformTransport : URLSessionTransport()
     }
 
-    @Test("A same-origin redirect keeps the credentials (applied afresh)", arguments: transports)
+    @Test("HTTP-06: a same-origin redirect keeps the credentials (applied afresh)", arguments: transports)
     func sameOrigin(transport: String) async throws {
         let backends = try await Backends()
         defer { backends.stop() }
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test(
-        "Cross-origin redirects (GET 302, POST 307, 303) are followed without Authorization, Cookie or DPoP",
+        "HTTP-06: cross-origin redirects (GET 302, POST 307, 303) are followed without Authorization, Cookie or DPoP",
         arguments: transports)
     func crossOrigin(transport: String) async throws {
         let backends = try await Backends()
@@ -136,7 +136,7 @@ import Testing
         #expect(backends.elsewhere.requests.isEmpty)
     }
 
-    @Test("A foreign origin gets no credentials, and its 401 never refreshes the session")
+    @Test("BCP-23: a foreign origin gets no credentials, and its 401 never refreshes the session")
     func foreignOrigin() async throws {
         let backends = try await Backends()
         defer { backends.stop() }

@@ -75,7 +75,9 @@ struct Me: Decodable, Equatable {
         #expect(refused.error == "invalid_grant")
     }
 
-    @Test("1,000 concurrent requests with an expired access token: exactly one refresh reaches the server, all succeed")
+    @Test(
+        "HTTP-03: 1,000 concurrent requests with an expired access token: exactly one refresh reaches the server, all succeed"
+    )
     func thousandConcurrentRequests() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }
@@ -93,7 +95,7 @@ struct Me: Decodable, Equatable {
         #expect(try await harness.counter("refreshes") == 1)
     }
 
-    @Test("A 401 storm on a valid-looking token: one refresh, every request retried once and served")
+    @Test("HTTP-03: a 401 storm on a valid-looking token: one refresh, every request retried once and served")
     func unauthorizedStorm() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }
@@ -111,7 +113,7 @@ struct Me: Decodable, Equatable {
         #expect(try await harness.counter("refreshes") == 1)
     }
 
-    @Test("A 401 that persists after one refresh is an error, not a loop; insufficient_scope never refreshes")
+    @Test("HTTP-01: a 401 that persists after one refresh is an error, not a loop; insufficient_scope never refreshes")
     func noRefreshLoop() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }
@@ -126,7 +128,7 @@ struct Me: Decodable, Equatable {
         #expect(BearerAuthenticator.bearerVerdict(SesameHTTP.Response(status: 401)) == .refreshAndRetry)
     }
 
-    @Test("30 % injected 5xx on refresh: no sign-out, the credentials stay, and a retry eventually succeeds")
+    @Test("HTTP-04: 30 % injected 5xx on refresh: no sign-out, the credentials stay, and a retry eventually succeeds")
     func transientFaults() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }
@@ -151,7 +153,7 @@ struct Me: Decodable, Equatable {
         #expect(try await harness.session.isSignedIn)
     }
 
-    @Test("invalid_grant ends the session: signed out (sessionExpired), store empty")
+    @Test("HTTP-04: invalid_grant ends the session: signed out (sessionExpired), store empty")
     func definitiveRejection() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }

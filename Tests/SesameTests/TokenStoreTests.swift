@@ -57,6 +57,54 @@ import Testing
         await #expect(throws: AuthError.self) { try await store.save(tokens, profile: profile) }
     }
 
+    @Test("A folder writable by others or owned by someone else is refused, and so is a symlinked credentials file")
+    func hostileFilesystem() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try FileTokenStore(directory: directory)
+        try await store.save(tokens, profile: "default")
+
+        // Another user could swap the file under us: refused, with the path and the fix in the message.
+        chmod(directory.path, 0o777)
+        do {
+            _ = try FileTokenStore(directory: directory)
+            Issue.record("a world-writable folder must be refused")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration && error.message.contains(directory.path))
+        }
+        await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        chmod(directory.path, 0o770)
+        await #expect(throws: AuthError.self) { try await store.save(tokens, profile: "default") }
+        chmod(directory.path, 0o700)
+        #expect(try await store.load(profile: "default") == tokens)
+
+        // A symbolic link in place of the credentials file is never followed.
+        let elsewhere = directory.deletingLastPathComponent().appendingPathComponent("planted-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let planted = TokenSet(accessToken: "planted", refreshToken: "planted-refresh")
+        try JSONEncoder().encode(planted).write(to: elsewhere)
+        let file = directory.appendingPathComponent("default.json")
+        try FileManager.default.removeItem(at: file)
+        try FileManager.default.createSymbolicLink(at: file, withDestinationURL: elsewhere)
+        do {
+            _ = try await store.load(profile: "default")
+            Issue.record("a symlinked credentials file must be refused")
+        } catch let error as AuthError {
+            #expect(error.code == .storeUnavailable && error.message.contains("symbolic link"))
+        }
+        // Saving replaces the link itself; the planted target is untouched.
+        try await store.save(tokens, profile: "default")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: file.path)) == nil)
+        #expect(try await store.load(profile: "default") == tokens)
+        #expect(try JSONDecoder().decode(TokenSet.self, from: Data(contentsOf: elsewhere)) == planted)
+
+        // A folder owned by another user (root can hand it to nobody) is refused.
+        if geteuid() == 0 {
+            chown(directory.path, 65534, 65534)
+            defer { chown(directory.path, 0, 0) }
+            await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        }
+    }
+
     @Test("withExclusiveAccess excludes: two holders never overlap, even through two store instances")
     func exclusiveAccess() async throws {
         let first = try FileTokenStore(directory: directory)

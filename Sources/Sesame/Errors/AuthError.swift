@@ -1,4 +1,5 @@
 public import Foundation
+internal import SesameJOSE
 
 /// The one error type that `Sesame` throws (besides `CancellationError`).
 ///
@@ -60,10 +61,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// The server's error answer, verbatim, when there was one.
     public let serverResponse: ServerErrorResponse?
 
-    /// Creates an error.
+    /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverResponse: ServerErrorResponse? = nil) {
         self.code = code
-        self.message = message
+        self.message = PrintableText.isClean(message) ? message : PrintableText.sanitized(message)
         self.statusCode = statusCode ?? serverResponse?.statusCode
         self.serverResponse = serverResponse
     }

@@ -32,9 +32,9 @@ public struct ServerErrorResponse: Sendable, Hashable {
         guard let json = try? JOSEValue.parse(response.body), let code = json["error"]?.stringValue, !code.isEmpty
         else { return nil }
         self.init(
-            statusCode: response.status, error: Sanitized.text(code, limit: 128),
-            errorDescription: json["error_description"]?.stringValue.map { Sanitized.text($0, limit: 1024) },
-            errorURI: json["error_uri"]?.stringValue.map { Sanitized.text($0, limit: 1024) })
+            statusCode: response.status, error: PrintableText.sanitized(code, limit: 128),
+            errorDescription: json["error_description"]?.stringValue.map { PrintableText.sanitized($0, limit: 1024) },
+            errorURI: json["error_uri"]?.stringValue.map { PrintableText.sanitized($0, limit: 1024) })
     }
 
     /// The code as an OAuth code (RFC 6749 and friends).
@@ -84,18 +84,4 @@ public struct RESTErrorCode: RawRepresentable, Hashable, Sendable {
     public static let invalidRequest = Self(rawValue: "invalid_request")
     /// The refresh token is unknown, expired or revoked.
     public static let invalidGrant = Self(rawValue: "invalid_grant")
-}
-
-/// Text from outside made safe to show: control characters replaced, length bounded.
-enum Sanitized {
-    static func text(_ text: String, limit: Int) -> String {
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars.prefix(limit) {
-            let isControl =
-                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-                || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
-            result.append(isControl ? "\u{FFFD}" : scalar)
-        }
-        return String(result)
-    }
 }

@@ -16,7 +16,7 @@ public import Foundation
 /// is followed *without* them (and without `Cookie`/`Proxy-Authorization`).
 public struct AuthorizedClient: Sendable {
     /// An API call: method, path, query, headers, body, and how it is authorized.
-    public struct Endpoint: Sendable, CustomStringConvertible {
+    public struct Endpoint: Sendable, CustomStringConvertible, CustomReflectable {
         /// The method.
         public var method: String
         /// The path, relative to the client's base URL; or an absolute `http(s)` URL.
@@ -90,6 +90,16 @@ public struct AuthorizedClient: Sendable {
 
         /// Method and path; never a header value or the body.
         public var description: String { "Endpoint(\(method) \(path), body: \(body?.count ?? 0) bytes)" }
+
+        /// A mirror without header values or the body, for `dump()`.
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: [
+                    "method": method, "path": path, "headers": headers.fields.map(\.name),
+                    "body": "\(body?.count ?? 0) bytes", "timeout": timeout,
+                ], displayStyle: .struct)
+        }
     }
 
     /// How an endpoint is authorized: an ``Authenticator``, or none.

@@ -120,7 +120,9 @@ public struct JWKSet: Sendable {
             guard !fitting.isEmpty else { throw JOSEError(.keyNotFound, "no key in the set fits \(algorithm)") }
             return fitting
         }
-        let matching = keys.filter { $0.keyID == keyID && $0.canVerify(algorithm) }
+        let matching = keys.filter { key in
+            key.keyID.map { ByteExact.equals($0, keyID) } ?? false && key.canVerify(algorithm)
+        }
         if let first = matching.first, ambiguousKeyIDs.contains(first.keyType.rawValue + "|" + keyID) {
             throw JOSEError(.ambiguousKey, "several keys in the set share the token's kid")
         }

@@ -4,9 +4,9 @@ public import Foundation
 ///
 /// Defaults are strict: `exp` is required, time claims must be plausible JSON numbers, the leeway is 60 s.
 public struct ClaimValidationPolicy: Sendable {
-    /// The exact `iss` required (simple string comparison, OIDC Core §3.1.3.7 step 2), or nil to skip.
+    /// The exact `iss` required (compared byte for byte, OIDC Core §3.1.3.7 step 2), or nil to skip.
     public var issuer: String?
-    /// An audience `aud` must contain (OIDC Core §3.1.3.7 step 3), or nil to skip.
+    /// An audience `aud` must contain, byte for byte (OIDC Core §3.1.3.7 step 3), or nil to skip.
     public var audience: String?
     /// Further audiences that may appear beside ``audience`` without requiring `azp`.
     public var additionalTrustedAudiences: Set<String> = []
@@ -33,6 +33,9 @@ public struct ClaimValidationPolicy: Sendable {
     /// `typ` is accepted. Default `["jwt"]`, which refuses `at+jwt`, `dpop+jwt`, `logout+jwt` and the like
     /// (RFC 8725 §3.11).
     public var acceptedTypes: Set<String> = ["jwt"]
+    /// Whether a token with an `events` claim — a security event or logout token (RFC 8417, OIDC Back-Channel
+    /// Logout) — is refused (default true: such a token must never pass as an ID or access token; ATK-19).
+    public var rejectsSecurityEventTokens = true
 
     /// Creates a policy.
     public init(
@@ -93,7 +96,12 @@ public struct ClaimValidationPolicy: Sendable {
                 throw JOSEError(.invalidClaimType, "\(name.name) must be a string", parameter: name.name)
             }
         }
-        if let issuer, claims.issuer != issuer {
+        if rejectsSecurityEventTokens, claims.values[JWTClaims.Names.events] != nil {
+            throw JOSEError(
+                .invalidClaimType, "a security event token (events claim) is not an ID or access token",
+                parameter: "events")
+        }
+        if let issuer, !(claims.issuer.map { ByteExact.equals($0, issuer) } ?? false) {
             throw JOSEError(
                 claims.issuer == nil ? .missingClaim : .issuerMismatch, "iss is not the expected issuer",
                 parameter: "iss")
@@ -119,17 +127,18 @@ public struct ClaimValidationPolicy: Sendable {
             }
         }
         let expectedParty = authorizedParty ?? audience
-        if let expectedParty, let azp = claims.authorizedParty, azp != expectedParty {
+        if let expectedParty, let azp = claims.authorizedParty, !ByteExact.equals(azp, expectedParty) {
             throw JOSEError(.authorizedPartyMismatch, "azp is not the expected party", parameter: "azp")
         }
         guard let audience else { return }
         guard let audiences = claims.audience else {
             throw JOSEError(.missingClaim, "aud is missing", parameter: "aud")
         }
-        guard audiences.contains(audience) else {
+        guard ByteExact.contains(audiences, audience) else {
             throw JOSEError(.audienceMismatch, "aud does not contain the expected audience", parameter: "aud")
         }
-        let untrusted = Set(audiences).subtracting([audience]).subtracting(additionalTrustedAudiences)
+        let trusted = [audience] + additionalTrustedAudiences
+        let untrusted = audiences.filter { !ByteExact.contains(trusted, $0) }
         if !untrusted.isEmpty, claims.authorizedParty != expectedParty {
             throw JOSEError(
                 .authorizedPartyMismatch,

@@ -120,14 +120,21 @@ public struct JWTVerifier: Sendable {
         try verify(token, now: now).claims
     }
 
+    /// A `typ`/`cty` value lower-cased (ASCII) without an `application/` prefix (RFC 7515 §4.1.9).
+    static func mediaType(_ value: String) -> String {
+        var normalized = String(
+            value.unicodeScalars.map { $0.isASCII ? Character($0.properties.lowercaseMapping) : Character($0) })
+        if normalized.hasPrefix("application/") { normalized.removeFirst("application/".count) }
+        return normalized
+    }
+
     private func checkType(_ header: JWSHeader) throws(JOSEError) {
-        if let contentType = header.contentType, contentType.lowercased() == "jwt" {
+        // RFC 7519 §5.2: `cty: JWT` (any case, with or without `application/`) announces a nested JWT.
+        if let contentType = header.contentType, Self.mediaType(contentType) == "jwt" {
             throw JOSEError(.invalidHeader, "nested JWTs are not accepted", parameter: "cty")
         }
         guard let type = header.type else { return }
-        var normalized = type.lowercased()
-        if normalized.hasPrefix("application/") { normalized.removeFirst("application/".count) }
-        guard policy.acceptedTypes.contains(normalized) else {
+        guard policy.acceptedTypes.contains(Self.mediaType(type)) else {
             throw JOSEError(
                 .invalidHeader, "typ \(type.prefix(32)) is not an accepted token type here", parameter: "typ")
         }

@@ -57,6 +57,7 @@ public struct JWTClaims: Sendable, Hashable {
         package static let jti = JOSEObject.Name("jti")
         package static let azp = JOSEObject.Name("azp")
         package static let nonce = JOSEObject.Name("nonce")
+        package static let events = JOSEObject.Name("events")
     }
 
     /// The claims as JSON (members sorted).

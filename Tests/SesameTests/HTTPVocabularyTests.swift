@@ -1,0 +1,184 @@
+import Foundation
+import Sesame
+import SesameTesting
+import Testing
+
+@Suite struct AuthenticationChallengeTests {
+    @Test("RFC 9110 §11.6.1: several challenges, quoted strings with escapes and commas, any case, BWS")
+    func parsing() {
+        let value =
+            #"Bearer realm="api, v2", error="invalid_token", error_description="the \"token\" expired", DPoP algs="ES256 PS256", Basic realm=simple"#
+        let challenges = AuthenticationChallenge.parse(value)
+        #expect(challenges.map(\.scheme) == ["Bearer", "DPoP", "Basic"])
+        #expect(challenges[0]["realm"] == "api, v2" && challenges[0]["ERROR"] == "invalid_token")
+        #expect(challenges[0]["error_description"] == #"the "token" expired"#)
+        #expect(challenges[1].isScheme("dpop") && challenges[1]["algs"] == "ES256 PS256")
+        #expect(challenges[2]["realm"] == "simple")
+        let spaced = AuthenticationChallenge.parse(#"bearer   error = "invalid_token" ,, scope="a b""#)
+        #expect(spaced.count == 1 && spaced[0].isScheme("Bearer") && spaced[0]["error"] == "invalid_token")
+        #expect(spaced[0]["scope"] == "a b")
+    }
+
+    @Test("token68, bare schemes, a repeated parameter (first wins) and garbage never crash or confuse")
+    func edgeCases() {
+        #expect(AuthenticationChallenge.parse("Negotiate abc/+==")[0].token68 == "abc/+==")
+        #expect(AuthenticationChallenge.parse("Bearer, DPoP").map(\.scheme) == ["Bearer", "DPoP"])
+        let repeated = AuthenticationChallenge.parse(#"Bearer error="invalid_token", error="insufficient_scope""#)
+        #expect(repeated.count == 1 && repeated[0]["error"] == "invalid_token")
+        for garbage in [
+            "", ",,,", "=", "\"unterminated", "Bearer error=\"open", "@@@ ===", String(repeating: "a=", count: 500),
+        ] {
+            _ = AuthenticationChallenge.parse(garbage)
+        }
+        #expect(AuthenticationChallenge.parse("").isEmpty)
+    }
+
+    @Test("HTTP-01: a 401 refreshes only for no challenge, or Bearer invalid_token / no error")
+    func bearerVerdicts() {
+        func verdict(_ challenge: String?, status: Int = 401) -> AuthenticationVerdict {
+            var headers = SesameHTTP.Headers()
+            if let challenge { headers.add("WWW-Authenticate", challenge) }
+            return BearerAuthenticator.bearerVerdict(SesameHTTP.Response(status: status, headers: headers))
+        }
+        #expect(verdict(nil) == .refreshAndRetry)
+        #expect(verdict(#"Bearer error="invalid_token""#) == .refreshAndRetry)
+        #expect(verdict(#"Bearer realm="api""#) == .refreshAndRetry)
+        #expect(verdict(#"BEARER ERROR="INVALID_TOKEN""#) == .done)  // values are case-sensitive
+        #expect(verdict(#"Bearer error="insufficient_scope""#) == .done)
+        #expect(verdict(#"Basic realm="x""#) == .done)
+        #expect(verdict(#"Bearer error="invalid_token""#, status: 403) == .done)
+        // A challenge that only mentions invalid_token inside another parameter is not one.
+        #expect(verdict(#"Bearer error="invalid_request", error_description="not invalid_token""#) == .done)
+        // Two header fields are read together.
+        var headers = SesameHTTP.Headers()
+        headers.add("WWW-Authenticate", #"Basic realm="x""#)
+        headers.add("WWW-Authenticate", #"Bearer error="invalid_token""#)
+        #expect(
+            BearerAuthenticator.bearerVerdict(SesameHTTP.Response(status: 401, headers: headers)) == .refreshAndRetry)
+    }
+}
+
+@Suite struct SesameHTTPTests {
+    @Test("Headers: case-insensitive, repeated fields kept and joined, setting replaces all of a name")
+    func headers() {
+        var headers: SesameHTTP.Headers = ["Accept": "a", "X-Trace": "1"]
+        headers.add("x-trace", "2")
+        #expect(headers["X-TRACE"] == "1, 2" && headers.values("x-trace") == ["1", "2"])
+        headers["x-Trace"] = "3"
+        #expect(headers.values("X-Trace") == ["3"] && headers.fields.map(\.name) == ["Accept", "x-Trace"])
+        headers["accept"] = nil
+        #expect(!headers.contains("Accept") && headers.fields.count == 1)
+    }
+
+    @Test("Origins: scheme and host lower-cased, default ports filled in, anything else different")
+    func origins() throws {
+        func origin(_ text: String) throws -> SesameHTTP.Origin? { SesameHTTP.Origin(try #require(URL(string: text))) }
+        #expect(try origin("HTTPS://API.Example/x") == origin("https://api.example:443/y"))
+        #expect(try origin("http://api.example") == origin("http://api.example:80"))
+        #expect(try origin("http://api.example") != origin("https://api.example"))
+        #expect(try origin("https://api.example:8443") != origin("https://api.example"))
+        #expect(try origin("https://api.example.evil") != origin("https://api.example"))
+        #expect(try origin("http://[::1]:8080")?.host == "::1")
+        #expect(try origin("file:///etc/passwd") == nil)
+    }
+
+    @Test("No secret in description, debugDescription or dump() of tokens, requests, responses, Basic credentials")
+    func redaction() throws {
+        let tokens = TokenSet(
+            accessToken: "secret-access", refreshToken: "secret-refresh", idToken: "secret-id",
+            expiresAt: Date(timeIntervalSince1970: 2_000_000_000), user: .init(id: "u1"))
+        let request = SesameHTTP.Request(
+            method: "POST", url: try #require(URL(string: "https://api.example/token?code=secret-code")),
+            headers: ["Authorization": "Bearer secret-access", "DPoP": "secret-proof"],
+            body: Data("password=secret-password".utf8))
+        let response = SesameHTTP.Response(
+            status: 200, headers: ["Set-Cookie": "secret-cookie"], body: Data("secret-body".utf8))
+        let basic = BasicAuthenticator(user: "me", password: "secret-password")
+        let endpoint = AuthorizedClient.Endpoint.post("/login", body: Data("secret-body".utf8))
+        var texts: [String] = []
+        for value in [tokens, request, response, basic, endpoint] as [Any] {
+            texts.append(String(describing: value))
+            texts.append(String(reflecting: value))
+            var dumped = ""
+            dump(value, to: &dumped)
+            texts.append(dumped)
+        }
+        for text in texts { #expect(!text.contains("secret"), "\(text)") }
+        #expect(texts[0].contains("u1") && texts[3].contains("POST"))
+    }
+}
+
+@Suite struct RESTProviderAnswerTests {
+    let base: URL
+
+    init() throws { base = try #require(URL(string: "https://api.example/")) }
+
+    func provider(_ transport: ScriptedTransport) -> RESTAuthProvider {
+        RESTAuthProvider(baseURL: base, transport: transport)
+    }
+
+    @Test("The server's status, error and error_description reach the caller verbatim (REST codes in their own type)")
+    func verbatimErrors() async throws {
+        let transport = ScriptedTransport()
+        transport.enqueue(
+            .json(400, #"{"error":"invalid_request","error_description":"the password needs at least 8 characters"}"#))
+        do {
+            _ = try await provider(transport).register(email: "a@example.com", password: "short")
+            Issue.record("expected a rejection")
+        } catch let error as AuthError {
+            #expect(error.code == .server && error.statusCode == 400)
+            #expect(error.serverResponse?.restError == .invalidRequest)
+            #expect(error.serverResponse?.errorDescription == "the password needs at least 8 characters")
+            #expect(error.description.contains("at least 8 characters"))
+        }
+        transport.enqueue(.json(409, #"{"error":"email_taken","error_description":"x\u001b[2Jy"}"#))
+        do {
+            _ = try await provider(transport).register(email: "a@example.com", password: "long-enough")
+        } catch let error as AuthError {
+            #expect(error.serverResponse?.restError == .emailTaken)
+            #expect(error.serverResponse?.errorDescription == "x\u{FFFD}[2Jy")  // no terminal control from outside
+        }
+    }
+
+    @Test("Refresh: only invalid_grant is definitive; another 401, a 5xx, a 429 or no refresh token are what they are")
+    func refreshOutcomes() async throws {
+        let transport = ScriptedTransport()
+        let tokens = TokenSet(accessToken: "a", refreshToken: "r")
+        func outcome(_ step: ScriptedTransport.Step) async -> AuthError? {
+            transport.enqueue(step)
+            do {
+                _ = try await provider(transport).refresh(tokens)
+                return nil
+            } catch { return error as? AuthError }
+        }
+        let rejected = await outcome(.json(401, #"{"error":"invalid_grant","error_description":"reused"}"#))
+        #expect(rejected?.code == .refreshRejected && rejected?.requiresReauthentication == true)
+        #expect(rejected?.serverResponse?.errorDescription == "reused" && rejected?.statusCode == 401)
+        let bare401 = await outcome(.empty(401))
+        #expect(bare401?.code == .server && bare401?.requiresReauthentication == false && bare401?.statusCode == 401)
+        let other = await outcome(.json(401, #"{"error":"invalid_client"}"#))
+        #expect(other?.code == .server && other?.serverResponse?.oauthError == .invalidClient)
+        #expect(other?.requiresReauthentication == false)
+        let unavailable = await outcome(.json(503, #"{"error":"server_error"}"#))
+        #expect(unavailable?.isTransient == true && unavailable?.requiresReauthentication == false)
+        #expect(await outcome(.empty(429))?.isTransient == true)
+        #expect(await outcome(.empty(502))?.code == .transport)
+        await #expect(throws: AuthError.self) { try await provider(transport).refresh(TokenSet(accessToken: "a")) }
+        do {
+            _ = try await provider(transport).refresh(TokenSet(accessToken: "a"))
+        } catch let error as AuthError {
+            #expect(error.code == .noRefreshToken && error.serverResponse == nil)
+        }
+        #expect(transport.requests.count == 6)  // no request without a refresh token
+    }
+
+    @Test("A refresh answer without a refresh token keeps the old one (RFC 6749 §6); logout's 204 is not decoded")
+    func keptRefreshToken() async throws {
+        let transport = ScriptedTransport()
+        transport.enqueue(.json(200, #"{"accessToken":"a2","expiresIn":60}"#), .empty(204))
+        let refreshed = try await provider(transport).refresh(TokenSet(accessToken: "a1", refreshToken: "r1"))
+        #expect(refreshed.accessToken == "a2" && refreshed.refreshToken == "r1")
+        try await provider(transport).signOut(refreshed)
+        #expect(transport.requests[1].body == Data(#"{"refreshToken":"r1"}"#.utf8))
+    }
+}
