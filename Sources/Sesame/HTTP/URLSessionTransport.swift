@@ -8,8 +8,9 @@
 /// ``HTTPTransport`` over `URLSession`: the transport on Apple platforms.
 ///
 /// It never follows redirects (a delegate declines them, so a 3xx comes back as it is and ``AuthorizedClient``
-/// decides). On Linux prefer ``CurlTransport`` (``SesameHTTP/platformTransport``): FoundationNetworking's
-/// `URLSession` spins on the CPU while it waits for a slow server.
+/// decides). On Linux use ``CurlTransport`` (``SesameHTTP/platformTransport``): FoundationNetworking's `URLSession`
+/// spins on the CPU while it waits for a slow server, and cannot return a 401 that carries a `WWW-Authenticate`
+/// challenge (it would wait forever; this transport throws ``AuthError/Code/transport`` instead).
 public struct URLSessionTransport: HTTPTransport {
     private let session: URLSession
 
@@ -50,7 +51,18 @@ public struct URLSessionTransport: HTTPTransport {
         } catch let error as AuthError {
             throw error
         } catch {
-            if Task.isCancelled || (error as? URLError)?.code == .cancelled { throw CancellationError() }
+            if Task.isCancelled { throw CancellationError() }
+            if (error as? URLError)?.code == .cancelled {
+                #if canImport(FoundationNetworking)
+                    // Only the challenge handler above cancels a task that the caller did not cancel.
+                    throw AuthError(
+                        .transport,
+                        "FoundationNetworking cannot return a 401 that carries an authentication challenge; "
+                            + "use CurlTransport on Linux")
+                #else
+                    throw CancellationError()
+                #endif
+            }
             throw AuthError(.transport, "no response from \(request.url.host ?? "the server"): \(Self.reason(error))")
         }
     }
@@ -65,8 +77,23 @@ public struct URLSessionTransport: HTTPTransport {
     }
 }
 
-/// Declines every redirect, so that the 3xx response itself is returned.
+/// Declines every redirect, so that the 3xx response itself is returned, and answers authentication challenges
+/// with the default handling (no stored credentials in an ephemeral session), so that a 401 comes back as it is —
+/// except on Linux, where FoundationNetworking cannot return such a 401 at all.
 private final class RedirectDecliner: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        #if canImport(FoundationNetworking)
+            // FoundationNetworking waits forever on a 401 challenge it has no credentials for
+            // (swift-corelibs-foundation #5456): end the task instead of hanging.
+            completionHandler(.cancelAuthenticationChallenge, nil)
+        #else
+            completionHandler(.performDefaultHandling, nil)
+        #endif
+    }
+
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void

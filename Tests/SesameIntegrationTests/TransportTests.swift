@@ -1,0 +1,142 @@
+import Foundation
+import Sesame
+import SesameLoopback
+import SesameTestSupport
+import Testing
+
+/// Both transports behave the same over real loopback HTTP: methods and bodies, repeated headers, empty answers,
+/// timeouts, cancellation, connection failures, limits.
+@Suite struct TransportTests {
+    static let names = ["curl", "urlsession"]
+
+    static func transport(_ name: String) -> any HTTPTransport {
+        name == "curl" ? SesameHTTP.platformTransport : URLSessionTransport()
+    }
+
+    static func echo() throws -> RecordingServer {
+        try RecordingServer { request in
+            switch request.path {
+            case "/empty": return HTTPServerResponse(status: 204)
+            case "/slow":
+                Thread.sleep(forTimeInterval: 2)
+                return .text(200, "late")
+            case "/big": return .text(200, String(repeating: "x", count: 3 << 20))
+            case "/challenges":
+                var response = HTTPServerResponse(status: 401)
+                response.headers.add("WWW-Authenticate", #"Basic realm="x""#)
+                response.headers.add("WWW-Authenticate", #"Bearer error="invalid_token""#)
+                return response
+            default:
+                let body =
+                    #"{"method":"\#(request.method)","bytes":\#(request.body.count),"type":"\#(request.headers["Content-Type"] ?? "")"}"#
+                return .json(200, Data(body.utf8))
+            }
+        }
+    }
+
+    func send(
+        _ transport: any HTTPTransport, _ server: RecordingServer, _ method: String, _ path: String,
+        body: Data? = nil, headers: SesameHTTP.Headers = [:], timeout: TimeInterval = 30
+    ) async throws
+        -> SesameHTTP.Response
+    {
+        try await transport.send(
+            SesameHTTP.Request(
+                method: method, url: server.base.appendingPathComponent(path), headers: headers, body: body,
+                timeout: timeout))
+    }
+
+    @Test("Methods and bodies arrive as sent; no invented Content-Type; 204 is empty", arguments: names)
+    func methodsAndBodies(name: String) async throws {
+        let server = try Self.echo()
+        defer { server.stop() }
+        let transport = Self.transport(name)
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let body: Data? = method == "GET" ? nil : Data(#"{"k":"v"}"#.utf8)
+            let headers: SesameHTTP.Headers = body == nil ? [:] : ["Content-Type": "application/json"]
+            let response = try await send(transport, server, method, "/echo", body: body, headers: headers)
+            let text = String(decoding: response.body, as: UTF8.self)
+            #expect(response.status == 200 && text.contains(#""method":"\#(method)""#), "\(method): \(text)")
+            #expect(text.contains(#""bytes":\#(body?.count ?? 0)"#))
+        }
+        let untyped = try await send(transport, server, "POST", "/echo", body: Data("raw".utf8))
+        if name == "curl" {
+            #expect(String(decoding: untyped.body, as: UTF8.self).contains(#""type":"""#))
+        }
+        let empty = try await send(transport, server, "DELETE", "/empty")
+        #expect(empty.status == 204 && empty.body.isEmpty)
+        let head = try await send(transport, server, "HEAD", "/echo")
+        #expect(head.status == 200 && head.body.isEmpty)
+    }
+
+    @Test("Repeated WWW-Authenticate fields both arrive and parse (URLSession on Linux: a typed error, never a hang)")
+    func repeatedHeaders() async throws {
+        let server = try Self.echo()
+        defer { server.stop() }
+        let response = try await send(SesameHTTP.platformTransport, server, "GET", "/challenges")
+        #expect(Set(response.challenges.map(\.scheme)) == ["Basic", "Bearer"])
+        #if canImport(FoundationNetworking)
+            do {
+                _ = try await send(URLSessionTransport(), server, "GET", "/challenges")
+            } catch let error as AuthError {
+                #expect(error.code == .transport && error.message.contains("CurlTransport"))
+            }
+        #else
+            let viaURLSession = try await send(URLSessionTransport(), server, "GET", "/challenges")
+            #expect(viaURLSession.status == 401 && viaURLSession.challenges.count == 2)
+        #endif
+    }
+
+    @Test("A timeout and a refused connection are transport errors; cancellation is CancellationError")
+    func failures() async throws {
+        let server = try Self.echo()
+        defer { server.stop() }
+        let transport = SesameHTTP.platformTransport
+        do {
+            _ = try await send(transport, server, "GET", "/slow", timeout: 0.3)
+            Issue.record("expected a timeout")
+        } catch let error as AuthError {
+            #expect(error.code == .transport && error.isTransient && error.message.contains("timed out"))
+        }
+        let closed = try RecordingServer { _ in .text(200, "") }
+        let port = closed.port
+        closed.stop()
+        do {
+            _ = try await transport.send(
+                SesameHTTP.Request(method: "GET", url: try #require(URL(string: "http://127.0.0.1:\(port)/"))))
+        } catch let error as AuthError {
+            #expect(error.code == .transport && error.isTransient)
+        }
+        let started = ContinuousClock.now
+        let task = Task { try await send(transport, server, "GET", "/slow") }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(1.5))
+    }
+
+    @Test("Limits: a response over the size limit is refused; control characters in headers never go out")
+    func limits() async throws {
+        let server = try Self.echo()
+        defer { server.stop() }
+        let small = CurlTransport(maximumResponseSize: 1 << 20)
+        do {
+            _ = try await send(small, server, "GET", "/big")
+            Issue.record("expected a size refusal")
+        } catch let error as AuthError {
+            #expect(error.code == .transport && error.message.contains("larger than"))
+        }
+        #expect(try await send(SesameHTTP.platformTransport, server, "GET", "/big").body.count == 3 << 20)
+        let before = server.requests.count
+        for hostile in ["x\r\nInjected: yes", "x\ny", "x\u{0}y"] {
+            await #expect(throws: AuthError.self) {
+                try await send(small, server, "GET", "/echo", headers: ["X-Value": hostile])
+            }
+        }
+        #expect(server.requests.count == before)
+        await #expect(throws: AuthError.self) {
+            try await small.send(
+                SesameHTTP.Request(method: "GET", url: try #require(URL(string: "file:///etc/passwd"))))
+        }
+    }
+}
