@@ -22,9 +22,7 @@ enum SessionBenchmark {
         guard let base = server.localURL else { throw BenchmarkError("no server address") }
         print("# sesame-bench session: dev server on \(base.absoluteString)")
 
-        let urlConfiguration = URLSessionConfiguration.ephemeral
-        urlConfiguration.httpMaximumConnectionsPerHost = 16
-        let transport = URLSessionTransport(session: URLSession(configuration: urlConfiguration))
+        let transport = SesameHTTP.platformTransport
         let provider = RESTAuthProvider(baseURL: base, transport: transport)
         var tokens = try await provider.register(email: "bench@example.com", password: "bench-password")
         tokens.expiresAt = Date().addingTimeInterval(-1)  // already expired: the first callers must refresh
@@ -76,6 +74,145 @@ enum SessionBenchmark {
         report("raw_transport_me_median_us", rawMedian * 1e6)
         report("authorized_client_me_median_us", clientMedian * 1e6)
         report("added_latency_percent", (clientMedian - rawMedian) / rawMedian * 100)
+        try await waitingCost()
+        try await crossProcess()
+    }
+
+    /// CPU time a process spends while one request waits 2 s for a slow server: the platform transport vs
+    /// FoundationNetworking's `URLSession`, each in a fresh worker process (this executable, `wait-worker`), in
+    /// the same run.
+    static func waitingCost() async throws {
+        var configuration = DevServer.Configuration()
+        configuration.passwordIterations = 1000
+        configuration.faults = try FaultPlan(spec: "GET /me:latency=2s")
+        let server = try DevServer(configuration: configuration)
+        try server.start()
+        defer { server.stop() }
+        guard let base = server.localURL else { throw BenchmarkError("no server address") }
+        func workerCPU(_ transport: String) throws -> Double {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            process.arguments = ["wait-worker", transport, base.appendingPathComponent("me").absoluteString]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            guard let cpu = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw BenchmarkError("the \(transport) worker failed: \(text)")
+            }
+            return cpu
+        }
+        let platform = try workerCPU("platform")
+        let foundation = try workerCPU("urlsession")
+        report("waiting_2s_cpu_ms_platform_transport", platform * 1000)
+        report("waiting_2s_cpu_ms_urlsession", foundation * 1000)
+        report("waiting_cpu_ratio_urlsession_over_platform", foundation / max(platform, 0.0005))
+    }
+
+    /// One worker of ``waitingCost()``: a single request through `transport`, then the CPU seconds it cost.
+    static func waitWorker(transport name: String, url: URL) async throws {
+        let transport: any HTTPTransport = name == "urlsession" ? URLSessionTransport() : SesameHTTP.platformTransport
+        let before = processCPUSeconds()
+        let started = ContinuousClock.now
+        _ = try await transport.send(SesameHTTP.Request(method: "GET", url: url))
+        guard ContinuousClock.now - started >= .seconds(2) else { throw BenchmarkError("the server did not wait") }
+        print(processCPUSeconds() - before)
+    }
+
+    /// User + system CPU time of this process so far.
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// N worker processes (this executable, `session-worker`) call `GET /me` through `AuthorizedClient` for a few
+    /// seconds on one file store while 2 s access tokens keep expiring. Every refresh the server performs must
+    /// have produced a token that some worker used (refreshes = distinct tokens − 1), and no refresh token may
+    /// ever be reused.
+    static func crossProcess(processes: Int = 8, seconds: Double = 6.5) async throws {
+        var configuration = DevServer.Configuration()
+        configuration.passwordIterations = 1000
+        configuration.accessTokenTTL = 2
+        configuration.http.maxConnections = 512
+        let server = try DevServer(configuration: configuration)
+        try server.start()
+        defer { server.stop() }
+        guard let base = server.localURL else { throw BenchmarkError("no server address") }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let provider = RESTAuthProvider(baseURL: base)
+        let session = AuthSession(provider: provider, store: try FileTokenStore(directory: directory))
+        try await session.signIn(with: try await provider.register(email: "procs@example.com", password: "bench-pw"))
+
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let workers = try (0..<processes).map { _ -> (Process, Pipe) in
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = ["session-worker", base.absoluteString, directory.path, String(seconds)]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            return (process, output)
+        }
+        var tokens = Set<String>()
+        var requests = 0
+        var failed = 0
+        for (process, output) in workers {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2 else { continue }
+                switch parts[0] {
+                case "token": tokens.insert(String(parts[1]))
+                case "ok": requests += Int(parts[1]) ?? 0
+                case "failed": failed += Int(parts[1]) ?? 0
+                default: break
+                }
+            }
+        }
+        let counters = try JOSEValue.parse(
+            try await SesameHTTP.platformTransport.send(
+                SesameHTTP.Request(method: "GET", url: base.appendingPathComponent("_dev/counters"))
+            ).body)
+        let refreshes = Int(counters["refreshes"]?.doubleValue ?? -1)
+        print("cross_process_processes \(processes)")
+        print("cross_process_requests_succeeded \(requests)")
+        print("cross_process_requests_failed \(failed)")
+        print("cross_process_access_tokens_used \(tokens.count)")
+        print("cross_process_refreshes \(refreshes) (expected \(max(0, tokens.count - 1)): one per token generation)")
+        print("cross_process_reuse_detections \(Int(counters["reuseDetections"]?.doubleValue ?? -1)) (expected 0)")
+    }
+
+    /// One worker of ``crossProcess(processes:seconds:)``: prints `token HASH` for every access token it used
+    /// (a SHA-256 prefix, never the token), then `ok N` and `failed N`.
+    static func worker(base: URL, directory: URL, seconds: Double) async throws {
+        let provider = RESTAuthProvider(baseURL: base)
+        let session = AuthSession(provider: provider, store: try FileTokenStore(directory: directory))
+        let client = AuthorizedClient(session: session, baseURL: base)
+        var used = Set<String>()
+        var ok = 0
+        var failed = 0
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            do {
+                let tokens = try await session.validTokens()
+                used.insert(
+                    JOSECrypto.sha256(Array(tokens.accessToken.utf8)).prefix(8).map { String(format: "%02x", $0) }
+                        .joined())
+                if try await client.send(.get("/me")).status == 200 { ok += 1 } else { failed += 1 }
+            } catch {
+                failed += 1
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for hash in used { print("token \(hash)") }
+        print("ok \(ok)")
+        print("failed \(failed)")
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -3,7 +3,9 @@ import Foundation
 // sesame-bench: benchmarks that compare Sesame with a reference measured in the same run.
 //   sesame-bench jose     JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard library
 //   sesame-bench server   the dev server's GET /me and POST /refresh-token vs the JOSE verify ceiling
-//   sesame-bench session  10,000 concurrent AuthorizedClient requests across a token expiry; added latency
+//   sesame-bench session  10,000 concurrent AuthorizedClient requests across a token expiry; added latency; CPU
+//                         while waiting (platform transport vs URLSession); N processes on one file store
+//                         across 2 s expiries (refreshes vs token generations, reuse detections)
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "jose":
@@ -24,6 +26,23 @@ case "server":
 case "session":
     do {
         try await SessionBenchmark.run()
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
+case "wait-worker" where arguments.count == 3:
+    do {
+        guard let url = URL(string: arguments[2]) else { exit(2) }
+        try await SessionBenchmark.waitWorker(transport: arguments[1], url: url)
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
+case "session-worker" where arguments.count == 4:
+    do {
+        guard let base = URL(string: arguments[1]), let seconds = Double(arguments[3]) else { exit(2) }
+        try await SessionBenchmark.worker(
+            base: base, directory: URL(fileURLWithPath: arguments[2]), seconds: seconds)
     } catch {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)
