@@ -128,8 +128,10 @@ enum SessionBenchmark {
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// N worker processes (this executable, `session-worker`) call `GET /me` through `AuthorizedClient` for a few
-    /// seconds on one file store while 2 s access tokens keep expiring. Every refresh the server performs must
+    /// Runs N worker processes on one file store while 2 s access tokens keep expiring.
+    ///
+    /// The workers (this executable, `session-worker`) call `GET /me` through `AuthorizedClient` for a few
+    /// seconds. Every refresh the server performs must
     /// have produced a token that some worker used (refreshes = distinct tokens − 1), and no refresh token may
     /// ever be reused.
     static func crossProcess(processes: Int = 8, seconds: Double = 6.5) async throws {
