@@ -3,7 +3,7 @@
 #if canImport(Security)
     public import Foundation
     public import Sesame
-    import Security
+    public import Security
 
     /// ``KeychainBackend`` over Security's `SecItem` functions (generic-password items).
     public struct SecItemKeychain: KeychainBackend {
@@ -65,15 +65,32 @@
 
     extension KeychainTokenStore {
         /// A Keychain store for `service` (generic-password items, after first unlock, this device only).
+        ///
+        /// - Parameters:
+        ///   - service: the items' service.
+        ///   - accessGroup: the Keychain access group shared with extensions, if any.
+        ///   - appGroup: the app group (`group.…`) whose shared container holds the cross-process refresh lock,
+        ///     so that an app and its extensions refresh once between them. Give it whenever `accessGroup` is
+        ///     shared; without it (and without `lockDirectory`) there is no cross-process lock.
+        ///   - lockDirectory: an explicit folder for the lock files instead of the app group's container.
+        ///   - accessibility: when the items can be read.
+        ///   - accessControl: an access-control object (biometry, passcode) for new items.
         public static func keychain(
             service: String,
             accessGroup: String? = nil,
+            appGroup: String? = nil,
+            lockDirectory: URL? = nil,
             accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
             accessControl: SecAccessControl? = nil
         ) -> KeychainTokenStore {
-            KeychainTokenStore(
+            let shared = appGroup.flatMap {
+                FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0)?
+                    .appendingPathComponent("Library/Caches/SesameLocks", isDirectory: true)
+            }
+            return KeychainTokenStore(
                 service: service, accessGroup: accessGroup, accessibility: accessibility,
-                usesAccessControl: accessControl != nil, backend: SecItemKeychain(accessControl: accessControl))
+                usesAccessControl: accessControl != nil, lockDirectory: lockDirectory ?? shared,
+                backend: SecItemKeychain(accessControl: accessControl))
         }
     }
 #endif

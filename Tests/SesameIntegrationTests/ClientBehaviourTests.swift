@@ -155,6 +155,32 @@ import Testing
     }
 
     @MainActor
+    @Test("A released AuthState ends only its own subscription; a locked store at launch stays unknown, not signed out")
+    func authStateLifetimes() async throws {
+        let harness = try Harness()
+        defer { harness.server.stop() }
+        let other = harness.session.events()
+        var state: AuthState? = AuthState(session: harness.session)
+        try await waitUntil { state?.status == .signedOut(reason: nil) }
+        state = nil
+        try await harness.session.signIn(
+            with: try await harness.provider.register(email: "life@example.com", password: "correct-horse"))
+        var iterator = other.makeAsyncIterator()
+        #expect(await iterator.next() == .loaded(signedIn: false))
+        #expect(await iterator.next() == .signedIn)
+
+        let store = FlakyStore()
+        await store.fail([.load])
+        let locked = AuthSession(provider: harness.provider, store: store)
+        let launched = AuthState(session: locked)
+        try await waitUntil { launched.lastTransientError == .storeUnavailable }
+        #expect(launched.status == .unknown)
+        await store.heal()
+        await launched.reload()
+        #expect(launched.status == .signedOut(reason: nil) && launched.lastTransientError == nil)
+    }
+
+    @MainActor
     private func waitUntil(_ condition: @MainActor () -> Bool) async throws {
         for _ in 0..<200 {
             if condition() { return }

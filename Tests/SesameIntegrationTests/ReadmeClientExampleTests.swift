@@ -36,11 +36,13 @@ import Testing
 
         let api = AuthorizedClient(session: session, baseURL: baseURL)
         let me: User = try await api.get("/me")
-        let response = try await api.send(AuthorizedClient.Endpoint("POST", "/logout", body: Data("{}".utf8)))
-        await session.signOut()
+        let response = try await api.send(.post("/logout", body: Data("{}".utf8)))
+        let result = await session.signOut()
+        print(result.revocation)
 
         #expect(me.email == email)
         #expect(response.status == 204 && response.body.isEmpty)
         #expect(try await store.load(profile: "default") == nil)
+        #expect(result.credentialsRemoved && result.wasSignedIn)
     }
 }
