@@ -75,6 +75,7 @@
         ///   - lockDirectory: an explicit folder for the lock files instead of the app group's container.
         ///   - accessibility: when the items can be read.
         ///   - accessControl: an access-control object (biometry, passcode) for new items.
+        /// - Returns: the store.
         public static func keychain(
             service: String,
             accessGroup: String? = nil,
