@@ -136,7 +136,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameCLITests",
-            dependencies: ["sesame"],
+            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback"],
+            exclude: ["Snapshots"],
             swiftSettings: swiftSettings
         ),
     ]

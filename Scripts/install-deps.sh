@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need when it is missing (idempotent, quiet when everything is there):
-# OpenSSL and SQLite headers, python3 (the CLI tests' one-shot HTTP server), D-Bus and GNOME Keyring (the real
-# keyring test). Called by Scripts/test.sh and .ci/run.
+# Installs what the build and the tests need when it is missing (idempotent, quiet when everything is there).
+# On Debian/Ubuntu it uses apt-get (with sudo when not root) and says what it installs; elsewhere it prints the
+# list to install by hand and stops.
+#
+#   build:  pkg-config, OpenSSL headers (libssl-dev), SQLite headers (libsqlite3-dev), libcurl headers
+#           (libcurl4-openssl-dev, the Linux HTTP transport)
+#   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
+#           zsh and fish (completion scripts are syntax-checked)
 set -euo pipefail
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
@@ -9,16 +14,27 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # the dev server's store
 pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)  # the Linux HTTP transport
 command -v python3 >/dev/null 2>&1 || missing+=(python3)  # the CLI tests' one-shot HTTP server
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 # The real Linux keyring for the Secret Service store's test (a private D-Bus session runs it).
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
 command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
 [ -e /usr/lib/x86_64-linux-gnu/libsecret-1.so.0 ] || [ -e /usr/lib/aarch64-linux-gnu/libsecret-1.so.0 ] \
     || missing+=(libsecret-1-0)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "install-deps.sh: installing ${missing[*]}"
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps.sh: this is not a Debian-like system; install these (Debian package names) by hand:" >&2
+    echo "  ${missing[*]}" >&2
+    echo "  (OpenSSL, SQLite and libcurl development headers, pkg-config, python3, curl, D-Bus, GNOME Keyring," >&2
+    echo "   libsecret, zsh, fish — e.g. 'dnf install openssl-devel sqlite-devel libcurl-devel ...')" >&2
+    exit 1
 fi
-
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "install-deps.sh: run as root, or install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+echo "install-deps.sh: installing with ${sudo:+sudo }apt-get: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -4,7 +4,7 @@ import SesameJOSE
 /// `sesame demo`: a narrated run that shows what Sesame checks, and fails (exit 1) if any check misbehaves.
 enum DemoCommand {
     static func run(_ arguments: ParsedArguments) async throws {
-        guard arguments.positionals.isEmpty else { throw CLIError.usage("demo takes no arguments") }
+        try arguments.noPositionals()
         var failures = 0
         func step(_ text: String) { print("\n▸ \(text)") }
         func expectRejection(_ label: String, _ expected: JOSEError.Code, _ body: () throws -> Void) {

@@ -13,23 +13,25 @@ enum JWTCommands {
 
     /// Verifies signature and claims; prints the claims.
     static func verify(_ arguments: ParsedArguments) async throws {
-        guard let jwksSource = try arguments.value("--jwks") else {
-            throw CLIError.usage("jwt verify needs --jwks FILE|URL")
+        guard let jwksSource = arguments.value("--jwks") else {
+            throw CLIError.usage("jwt verify needs --jwks FILE|URL", command: arguments.command)
         }
         var policy = ClaimValidationPolicy(
-            issuer: try arguments.value("--iss"), audience: try arguments.value("--aud"),
-            nonce: try arguments.value("--nonce"))
-        if let leeway = try arguments.value("--leeway") {
+            issuer: arguments.value("--iss"), audience: arguments.value("--aud"),
+            nonce: arguments.value("--nonce"))
+        if let leeway = arguments.value("--leeway") {
             guard let seconds = TimeInterval(leeway), seconds >= 0, seconds <= 3600 else {
-                throw CLIError.usage("--leeway takes seconds from 0 to 3600")
+                throw CLIError.usage("--leeway takes seconds from 0 to 3600", command: arguments.command)
             }
             policy.leeway = seconds
         }
         let types = arguments.values("--typ")
         if !types.isEmpty { policy.acceptedTypes = Set(types.map { $0.lowercased() }) }
         var now = Date()
-        if let fixed = try arguments.value("--now") {
-            guard let seconds = TimeInterval(fixed) else { throw CLIError.usage("--now takes a Unix time in seconds") }
+        if let fixed = arguments.value("--now") {
+            guard let seconds = TimeInterval(fixed) else {
+                throw CLIError.usage("--now takes a Unix time in seconds", command: arguments.command)
+            }
             now = Date(timeIntervalSince1970: seconds)
         }
         var algorithms = JWSAlgorithm.asymmetric
@@ -38,7 +40,7 @@ enum JWTCommands {
             algorithms = Set(
                 try names.map { name in
                     guard let algorithm = JWSAlgorithm(name: name) else {
-                        throw CLIError.usage("unknown algorithm '\(name)'")
+                        throw CLIError.usage("unknown algorithm '\(name)'", command: arguments.command)
                     }
                     return algorithm
                 })
@@ -53,23 +55,27 @@ enum JWTCommands {
 
     /// Signs a JSON claim set with a private JWK.
     static func sign(_ arguments: ParsedArguments) throws {
-        guard let keyPath = try arguments.value("--key") else { throw CLIError.usage("jwt sign needs --key FILE") }
+        guard let keyPath = arguments.value("--key") else {
+            throw CLIError.usage("jwt sign needs --key FILE", command: arguments.command)
+        }
         let key = try KeySource.privateKey(at: keyPath)
         let algorithm: JWSAlgorithm
-        if let name = try arguments.value("--alg") {
-            guard let named = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
+        if let name = arguments.value("--alg") {
+            guard let named = JWSAlgorithm(name: name) else {
+                throw CLIError.usage("unknown algorithm '\(name)'", command: arguments.command)
+            }
             algorithm = named
         } else if let declared = key.algorithm {
             algorithm = declared
         } else {
-            throw CLIError.usage("the key declares no alg; pass --alg")
+            throw CLIError.usage("the key declares no alg; pass --alg", command: arguments.command)
         }
         let claimsText = argumentOrStandardInput(try arguments.atMostOnePositional("claim set"))
         guard let claims = try JOSEValue.parse(Array(claimsText.utf8)).objectValue else {
             throw CLIError(status: .failure, code: "malformed_claims", message: "the claim set must be a JSON object")
         }
         print(
-            try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm, type: try arguments.value("--typ") ?? "JWT")
+            try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm, type: arguments.value("--typ") ?? "JWT")
         )
     }
 }
@@ -88,13 +94,20 @@ enum JWKCommands {
     }
 
     static func generate(_ arguments: ParsedArguments) throws {
-        let name = try arguments.value("--alg") ?? "ES256"
-        guard let algorithm = JWSAlgorithm(name: name) else { throw CLIError.usage("unknown algorithm '\(name)'") }
-        let key = try JWK.generate(for: algorithm, keyID: try arguments.value("--kid"))
-        if arguments.flags.contains("--public") {
-            print(try key.publicKey().jsonValue().prettyJSONString)
+        let name = arguments.value("--alg") ?? "ES256"
+        guard let algorithm = JWSAlgorithm(name: name) else {
+            throw CLIError.usage("unknown algorithm '\(name)'", command: arguments.command)
+        }
+        let key = try JWK.generate(for: algorithm, keyID: arguments.value("--kid"))
+        try arguments.noPositionals()
+        let text =
+            arguments.flag("--public")
+            ? try key.publicKey().jsonValue().prettyJSONString : key.jsonValue(includingPrivate: true).prettyJSONString
+        if let output = arguments.value("--output") {
+            try SecureFile.write(Data((text + "\n").utf8), to: URL(fileURLWithPath: output))
+            FileHandle.standardError.write(Data("wrote \(output) (mode 0600)\n".utf8))
         } else {
-            print(key.jsonValue(includingPrivate: true).prettyJSONString)
+            print(text)
         }
     }
 }

@@ -11,24 +11,10 @@ import SesameJOSE
 
 /// `sesame serve`: the local development identity server.
 enum ServeCommand {
-    static let help = """
-        USAGE: sesame serve [--host 127.0.0.1] [--port 8080] [--db PATH|:memory:] [--issuer URL]
-                            [--access-token-ttl S] [--refresh-token-ttl S] [--signing-alg RS256|ES256|EdDSA]
-                            [--user EMAIL:PASSWORD]... [--faults SPEC] [--no-dev-endpoints]
-                            [--password-iterations N] [--apple-bundle-id ID] [--apple-jwks FILE|URL]
-
+    static let discussion = """
         A development identity server on this machine: the REST contract (POST /register, /login,
         /refresh-token, /logout, /auth/apple; GET /me, /jwks). NOT a production identity provider.
         It prints its issuer URL on stdout when ready; Ctrl-C stops it cleanly.
-
-        OPTIONS:
-          --db PATH              SQLite file (created if missing; users, sessions and keys survive restarts).
-                                 Default :memory:.
-          --access-token-ttl S   access-token lifetime in seconds (default 900; 1 is fine for tests)
-          --refresh-token-ttl S  refresh-token lifetime in seconds (default 2592000)
-          --user EMAIL:PASSWORD  seed a user (repeatable)
-          --apple-bundle-id ID   audience of Sign in with Apple tokens (default dev.sesame.demo)
-          --apple-jwks FILE|URL  verify Apple identity tokens with these keys instead of the stand-in issuer
 
         DEVELOPMENT ENDPOINTS (off with --no-dev-endpoints):
           GET  /_dev/counters                requests per route, refreshes, reuse detections, …
@@ -46,16 +32,38 @@ enum ServeCommand {
           e.g.   --faults '/refresh-token:status=503@0.3;*:latency=50ms@0.1;/me:unauthorized@0.2'
         """
 
-    static let options: Set<String> = [
-        "--host", "--port", "--db", "--issuer", "--access-token-ttl", "--refresh-token-ttl", "--signing-alg", "--user",
-        "--faults", "--password-iterations", "--apple-bundle-id", "--apple-jwks",
+    static let options: [OptionSpec] = [
+        OptionSpec(
+            "--host", value: "HOST", "the address to listen on (localhost binds 127.0.0.1 and ::1)",
+            default: "127.0.0.1"),
+        OptionSpec("--port", value: "PORT", "the port (0 picks a free one)", default: "8080"),
+        OptionSpec(
+            "--db", value: "PATH", "SQLite file (created if missing; users, sessions and keys survive restarts)",
+            default: ":memory:"),
+        OptionSpec(
+            "--issuer", value: "URL", "the issuer URL, when a proxy serves the server elsewhere",
+            default: "http://HOST:PORT"),
+        OptionSpec(
+            "--access-token-ttl", value: "S", "access-token lifetime in seconds (1 is fine for tests)", default: "900"),
+        OptionSpec("--refresh-token-ttl", value: "S", "refresh-token lifetime in seconds", default: "2592000"),
+        OptionSpec(
+            "--signing-alg", value: "ALG", "the access-token signing algorithm", default: "ES256",
+            choices: ["RS256", "ES256", "EdDSA"]),
+        OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true),
+        OptionSpec("--faults", value: "SPEC", "inject faults (grammar below)"),
+        OptionSpec("--no-dev-endpoints", "turn /_dev/ off"),
+        OptionSpec(
+            "--password-iterations", value: "N", "PBKDF2 iterations for new passwords (1000 or more)", default: "100000"
+        ),
+        OptionSpec(
+            "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo"),
+        OptionSpec(
+            "--apple-jwks", value: "FILE|URL",
+            "verify Apple identity tokens with these keys instead of the stand-in issuer"),
     ]
 
     static func run(_ arguments: ParsedArguments) async throws {
-        if arguments.flags.contains("--help") {
-            print(help)
-            return
-        }
+        try arguments.noPositionals()
         let configuration = try await configuration(from: arguments)
         let server = try DevServer(configuration: configuration)
         let issuer = try server.start()
@@ -69,10 +77,10 @@ enum ServeCommand {
 
     static func configuration(from arguments: ParsedArguments) async throws -> DevServer.Configuration {
         var configuration = DevServer.Configuration()
-        configuration.host = try arguments.value("--host") ?? "127.0.0.1"
+        configuration.host = arguments.value("--host") ?? "127.0.0.1"
         configuration.port = try integer(arguments, "--port", default: 8080, range: 0...65535)
-        configuration.databasePath = try arguments.value("--db") ?? ":memory:"
-        if let issuer = try arguments.value("--issuer") {
+        configuration.databasePath = arguments.value("--db") ?? ":memory:"
+        if let issuer = arguments.value("--issuer") {
             guard let url = URL(string: issuer), url.scheme == "http" || url.scheme == "https" else {
                 throw CLIError.usage("--issuer takes an http(s) URL")
             }
@@ -84,7 +92,7 @@ enum ServeCommand {
             try integer(arguments, "--refresh-token-ttl", default: 30 * 86400, range: 1...86400 * 3650))
         configuration.passwordIterations = try integer(
             arguments, "--password-iterations", default: 100_000, range: 1000...10_000_000)
-        if let name = try arguments.value("--signing-alg") {
+        if let name = arguments.value("--signing-alg") {
             guard let algorithm = JWSAlgorithm(name: name), [.rs256, .es256, .eddsa].contains(algorithm) else {
                 throw CLIError.usage("--signing-alg takes RS256, ES256 or EdDSA")
             }
@@ -94,16 +102,16 @@ enum ServeCommand {
             guard let colon = pair.firstIndex(of: ":") else { throw CLIError.usage("--user takes EMAIL:PASSWORD") }
             return (email: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...]))
         }
-        if let spec = try arguments.value("--faults") {
+        if let spec = arguments.value("--faults") {
             do {
                 configuration.faults = try FaultPlan(spec: spec)
             } catch {
                 throw CLIError.usage("--faults: \(error)")
             }
         }
-        configuration.devEndpoints = !arguments.flags.contains("--no-dev-endpoints")
-        if let bundle = try arguments.value("--apple-bundle-id") { configuration.appleBundleID = bundle }
-        if let source = try arguments.value("--apple-jwks") {
+        configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")
+        if let bundle = arguments.value("--apple-bundle-id") { configuration.appleBundleID = bundle }
+        if let source = arguments.value("--apple-jwks") {
             configuration.appleKeys = try await KeySource.load(source, allowSymmetric: false)
         }
         configuration.log = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
@@ -115,9 +123,11 @@ enum ServeCommand {
     )
         throws -> Int
     {
-        guard let text = try arguments.value(name) else { return value }
+        guard let text = arguments.value(name) else { return value }
         guard let number = Int(text), range.contains(number) else {
-            throw CLIError.usage("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw CLIError.usage(
+                "\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)",
+                command: arguments.command)
         }
         return number
     }

@@ -10,101 +10,106 @@ import SesameJOSE
 
 /// `sesame register | login | token | status | request | logout`: a session kept in a token store per profile.
 enum SessionCommands {
-    static let globalOptions: Set<String> = ["--profile", "--store"]
-
-    /// Where the CLI keeps its files: `$SESAME_HOME`, else `$XDG_CONFIG_HOME/sesame`, else `~/.config/sesame`.
-    static var homeDirectory: URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let home = environment["SESAME_HOME"], !home.isEmpty { return URL(fileURLWithPath: home) }
-        if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
-            return URL(fileURLWithPath: xdg).appendingPathComponent("sesame")
-        }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/sesame")
-    }
-
-    /// The profile's non-secret settings (which backend it signs in to), next to the credentials.
-    struct ProfileSettings: Codable {
-        var kind = "rest"
-        var baseURL: String
-    }
-
+    /// A signed-in profile, its store and a session over it.
     struct Context {
-        let profile: String
+        let profile: Profile
+        let settings: Profile.Settings
         let store: any TokenStore
-        let settingsURL: URL
+        let session: AuthSession
+        let provider: RESTAuthProvider
+        let base: URL
 
+        /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
         init(_ arguments: ParsedArguments) throws {
-            profile = try arguments.value("--profile") ?? "default"
-            // The keyring when one answers, else 0600 files (DESIGN.md §4).
-            let kind =
-                try arguments.value("--store") ?? ProcessInfo.processInfo.environment["SESAME_STORE"]
-                ?? (SecretServiceTokenStore.isAvailable ? "keyring" : "file")
-            let credentials = SessionCommands.homeDirectory.appendingPathComponent("credentials")
-            switch kind {
-            case "file": store = try FileTokenStore(directory: credentials)
-            case "memory": store = InMemoryTokenStore()
-            case "keyring": store = SecretServiceTokenStore(service: "dev.sesame.cli")
-            default: throw CLIError.usage("--store takes keyring, file or memory")
+            profile = try Profile(arguments)
+            settings = try profile.requireSettings()
+            if let explicit = arguments.value("--store"), explicit != settings.store {
+                throw CLIError.usage(
+                    "profile \(profile.name) keeps its credentials in the \(settings.store) store; "
+                        + "drop --store \(PrintableArgument.safe(explicit)), or log in again with it",
+                    command: arguments.command)
             }
-            settingsURL = SessionCommands.homeDirectory.appendingPathComponent("profiles/\(profile).json")
-        }
-
-        func saveSettings(_ settings: ProfileSettings) throws {
-            try FileManager.default.createDirectory(
-                at: settingsURL.deletingLastPathComponent(), withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-            try JSONEncoder().encode(settings).write(to: settingsURL, options: .atomic)
-        }
-
-        func settings() throws -> ProfileSettings {
-            guard let data = try? Data(contentsOf: settingsURL) else {
+            store = try profile.store(settings.store, forNewSession: false, command: arguments.command)
+            guard let base = URL(string: settings.baseURL) else {
                 throw CLIError(
-                    status: .notSignedIn, code: "not_signed_in", message: "profile \(profile) is not signed in")
+                    status: .failure, code: "profile_corrupt",
+                    message: "the profile file \(profile.settingsURL.path) has a bad server URL; log in again")
             }
-            return try JSONDecoder().decode(ProfileSettings.self, from: data)
+            self.base = base
+            provider = RESTAuthProvider(baseURL: base)
+            session = AuthSession(provider: provider, store: store, profile: profile.name)
         }
 
-        func session() throws -> (AuthSession, RESTAuthProvider) {
-            let settings = try settings()
-            guard let base = URL(string: settings.baseURL) else { throw CLIError.usage("bad base URL in the profile") }
-            let provider = RESTAuthProvider(baseURL: base)
-            return (AuthSession(provider: provider, store: store, profile: profile), provider)
+        var client: AuthorizedClient {
+            AuthorizedClient(
+                session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)))
         }
     }
 
-    // MARK: Commands
+    // MARK: Signing in
 
     static func signIn(_ arguments: ParsedArguments, registering: Bool) async throws {
-        let context = try Context(arguments)
-        guard let base = try arguments.value("--rest"), let url = URL(string: base.hasSuffix("/") ? base : base + "/"),
-            url.scheme == "http" || url.scheme == "https"
+        let profile = try Profile(arguments)
+        guard arguments.positionals.isEmpty else {
+            throw CLIError.usage(
+                "passwords are read from standard input or the terminal, never from arguments",
+                command: arguments.command)
+        }
+        guard let base = arguments.value("--rest") else {
+            throw CLIError.usage(
+                "\(arguments.command.name) needs --rest BASE_URL (OpenID Connect sign-in comes with the OIDC client)",
+                command: arguments.command)
+        }
+        guard let url = URL(string: base.hasSuffix("/") ? base : base + "/"),
+            url.scheme == "http" || url.scheme == "https",
+            url.host?.isEmpty == false
         else {
             throw CLIError.usage(
-                "\(registering ? "register" : "login") needs --rest BASE_URL (OIDC login arrives later)")
+                "--rest takes an http(s) URL such as http://127.0.0.1:8080 (got '\(PrintableArgument.safe(base))')",
+                command: arguments.command)
         }
-        guard let email = try arguments.value("--email") else { throw CLIError.usage("--email EMAIL is required") }
-        guard arguments.positionals.isEmpty else {
-            throw CLIError.usage("passwords are read from standard input or the terminal, never from arguments")
+        guard let email = arguments.value("--email") else {
+            throw CLIError.usage("--email EMAIL is required", command: arguments.command)
         }
-        let password = try readPassword()
+        let kind = Profile.storeKind(for: arguments)
+        // The store is checked before anything is sent: a setup problem must not cost a server login.
+        let store = try profile.store(kind, forNewSession: true, command: arguments.command)
+        do {
+            _ = try await store.load(profile: profile.name)
+        } catch let error as AuthError where error.code == .storeUnavailable {
+            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            FileHandle.standardError.write(Data("warning: \(error.message)\n".utf8))
+        }
+        let previous = (try? profile.settings()).flatMap { $0 }
+        let password = try readPassword(command: arguments.command)
         let provider = RESTAuthProvider(baseURL: url)
         let tokens =
             registering
             ? try await provider.register(email: email, password: password)
             : try await provider.login(email: email, password: password)
-        try context.saveSettings(ProfileSettings(baseURL: url.absoluteString))
-        try await AuthSession(provider: provider, store: context.store, profile: context.profile).signIn(with: tokens)
+        try await AuthSession(provider: provider, store: store, profile: profile.name).signIn(with: tokens)
+        try profile.save(
+            Profile.Settings(
+                baseURL: url.absoluteString, store: kind, origins: [], email: tokens.user?.email ?? email))
+        if let previous, previous.store != kind,
+            let old = try? profile.store(previous.store, forNewSession: false, command: arguments.command)
+        {
+            try? await old.delete(profile: profile.name)  // the credentials moved to another store
+        }
         FileHandle.standardError.write(
-            Data("signed in as \(tokens.user?.email ?? email) (profile \(context.profile))\n".utf8))
+            Data("signed in as \(tokens.user?.email ?? email) (profile \(profile.name), \(kind) store)\n".utf8))
     }
 
+    // MARK: Using the session
+
     static func token(_ arguments: ParsedArguments) async throws {
+        try arguments.noPositionals()
         let context = try Context(arguments)
-        let (session, _) = try context.session()
         let tokens =
-            arguments.flags.contains("--force-refresh")
-            ? try await session.forceRefresh() : try await session.validTokens()
-        if arguments.flags.contains("--json") {
+            arguments.flag("--force-refresh")
+            ? try await context.session.forceRefresh() : try await context.session.validTokens()
+        if arguments.flag("--json") {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
             if let expiresAt = tokens.expiresAt { json["expiresAt"] = .integer(Int64(expiresAt.timeIntervalSince1970)) }
             print(JOSEValue.object(json).jsonString)
@@ -114,102 +119,139 @@ enum SessionCommands {
     }
 
     static func status(_ arguments: ParsedArguments) async throws {
+        try arguments.noPositionals()
         let context = try Context(arguments)
-        let settings = try context.settings()
-        let (session, _) = try context.session()
-        guard let tokens = try await session.currentTokens else {
-            throw AuthError(.notSignedIn, "profile \(context.profile) is not signed in")
+        guard let tokens = try await context.session.currentTokens else {
+            throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")
         }
-        var status: JOSEObject = [
-            "profile": .string(context.profile), "provider": .string(settings.baseURL),
-            "tokenType": .string(tokens.tokenType),
-            "hasRefreshToken": .bool(tokens.refreshToken != nil),
-        ]
-        if let user = tokens.user {
-            status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
+        let expired = tokens.expiresAt.map { $0 <= Date() } ?? false
+        if arguments.flag("--json") {
+            var status: JOSEObject = [
+                "profile": .string(context.profile.name), "provider": .string(context.settings.baseURL),
+                "kind": .string(context.settings.kind), "store": .string(context.settings.store),
+                "tokenType": .string(tokens.tokenType), "hasRefreshToken": .bool(tokens.refreshToken != nil),
+                "expired": .bool(expired),
+            ]
+            if let user = tokens.user {
+                status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
+            }
+            if let expiresAt = tokens.expiresAt {
+                status["expiresAt"] = .integer(Int64(expiresAt.timeIntervalSince1970))
+            }
+            if let scope = tokens.scope { status["scope"] = .string(scope) }
+            print(JOSEValue.object(status).jsonString)
+            return
         }
-        if let expiresAt = tokens.expiresAt {
-            status["expiresAt"] = .string(ISO8601DateFormatter().string(from: expiresAt))
-        }
-        if let scope = tokens.scope { status["scope"] = .string(scope) }
-        if arguments.flags.contains("--json") {
-            print(JOSEValue.object(status).prettyJSONString)
-        } else {
-            print("profile:  \(context.profile)")
-            print("provider: \(settings.baseURL)")
-            print("user:     \(tokens.user?.email ?? tokens.user?.id ?? "unknown")")
-            print("expires:  \(tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown")")
-            if let scope = tokens.scope { print("scope:    \(scope)") }
-        }
+        print("profile:  \(context.profile.name)")
+        print("provider: \(context.settings.baseURL) (\(context.settings.kind))")
+        print("store:    \(context.settings.store)")
+        print("user:     \(tokens.user?.email ?? tokens.user?.id ?? "unknown")")
+        var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
+        if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
+        print("expires:  \(expiry)")
+        if let scope = tokens.scope { print("scope:    \(scope)") }
     }
 
     static func request(_ arguments: ParsedArguments) async throws {
-        let context = try Context(arguments)
-        let settings = try context.settings()
-        guard let base = URL(string: settings.baseURL) else { throw CLIError.usage("bad base URL in the profile") }
         guard let target = try arguments.atMostOnePositional("PATH|URL") else {
-            throw CLIError.usage("request needs a PATH (resolved against \(settings.baseURL)) or a URL")
+            throw CLIError.usage(
+                "request needs a PATH (resolved against the profile's server) or a URL", command: arguments.command)
         }
+        let context = try Context(arguments)
         var headers = SesameHTTP.Headers()
-        for header in arguments.values("-H") {
-            guard let colon = header.firstIndex(of: ":") else { throw CLIError.usage("-H takes 'Name: value'") }
-            headers[String(header[..<colon])] = header[header.index(after: colon)...].trimmingCharacters(
-                in: .whitespaces)
+        for header in arguments.values("--header") {
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
+                throw CLIError.usage("-H takes 'Name: value'", command: arguments.command)
+            }
+            headers.add(
+                String(header[..<colon]),
+                header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
-        let body = try arguments.value("-d").map { Data($0.utf8) }
-        let method = try arguments.value("-X") ?? (body == nil ? "GET" : "POST")
+        let body = arguments.value("--data").map { Data($0.utf8) }
+        let method = arguments.value("--method") ?? (body == nil ? "GET" : "POST")
         if body != nil, !headers.contains("Content-Type") { headers["Content-Type"] = "application/json" }
-        let (session, _) = try context.session()
-        let client = AuthorizedClient(session: session, baseURL: base)
-        let isURL = target.hasPrefix("http://") || target.hasPrefix("https://")
+        let client = context.client
+        let isURL = target.contains("://")
         if isURL {
-            guard let url = URL(string: target), url.host != nil else { throw CLIError.usage("bad URL \(target)") }
+            guard let url = URL(string: target), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw CLIError.usage("bad URL '\(PrintableArgument.safe(target))'", command: arguments.command)
+            }
             guard client.mayReceiveCredentials(url) else {
                 throw CLIError.usage(
-                    "refusing to send the profile's credentials to \(SesameHTTP.Origin(url)?.description ?? target): "
-                        + "they belong to \(SesameHTTP.Origin(base)?.description ?? settings.baseURL)")
+                    "refusing to send profile \(context.profile.name)'s credentials to "
+                        + "\(SesameHTTP.Origin(url)?.description ?? "that origin"): they belong to "
+                        + client.credentialOrigins.map(\.description).sorted().joined(separator: ", ")
+                        + "; give a PATH, or log in to that server with another --profile",
+                    command: arguments.command)
             }
         }
+        let path = isURL || target.hasPrefix("/") ? target : "/" + target
         let response = try await client.send(
-            AuthorizedClient.Endpoint(
-                method, isURL || target.hasPrefix("/") ? target : "/" + target, headers: headers, body: body))
+            AuthorizedClient.Endpoint(method, path, headers: headers, body: body))
+        if arguments.flag("--include") {
+            var head = "HTTP \(response.status)\n"
+            for field in response.headers { head += "\(field.name): \(field.value)\n" }
+            FileHandle.standardOutput.write(Data((head + "\n").utf8))
+        }
         FileHandle.standardOutput.write(response.body)
         guard response.isSuccess else {
             let transient = response.status >= 500 || response.status == 429
-            throw CLIError(
-                status: transient ? .transient : .failure, code: "http_\(response.status)",
-                message: "the server answered \(response.status)")
+            let server = ServerErrorResponse(response)
+            var message = "the server answered \(response.status)"
+            if let server { message += " \(server.error)" + (server.errorDescription.map { ": \($0)" } ?? "") }
+            throw CLIError(status: transient ? .transient : .failure, code: "http_\(response.status)", message: message)
         }
     }
 
+    // MARK: Signing out
+
     static func logout(_ arguments: ParsedArguments) async throws {
+        try arguments.noPositionals()
+        let profile = try Profile(arguments)
+        let settings: Profile.Settings?
+        do {
+            settings = try profile.settings()
+        } catch let error as CLIError {
+            // A corrupt profile is always cleared: it was moved aside; remove any credentials it may have left.
+            FileHandle.standardError.write(Data("warning: \(error.message)\n".utf8))
+            for kind in ["file", "keyring"] {
+                if let store = try? profile.store(kind, forNewSession: false, command: arguments.command) {
+                    try? await store.delete(profile: profile.name)
+                }
+            }
+            FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
+            return
+        }
+        guard settings != nil else {
+            FileHandle.standardError.write(Data("not signed in (profile \(profile.name)); nothing to do\n".utf8))
+            return
+        }
         let context = try Context(arguments)
-        let (session, provider) = try context.session()
-        _ = provider
-        let result = await session.signOut(revoke: !arguments.flags.contains("--no-revoke"))
+        let result = await context.session.signOut(revoke: !arguments.flag("--no-revoke"))
         if case .failed(let error) = result.revocation {
             FileHandle.standardError.write(
                 Data(
-                    "warning: the server did not confirm the sign-out (\(CLI.message(error))); local credentials were deleted\n"
-                        .utf8))
+                    ("warning: the server did not confirm the sign-out (\(CLI.describe(error))); "
+                        + "the session may still be valid there until it expires\n").utf8))
         }
         guard result.credentialsRemoved else {
-            throw AuthError(
-                .storeUnavailable, "the local credentials of profile \(context.profile) could not be deleted")
+            throw CLIError(
+                status: .transient, code: "store_unavailable",
+                message: "the local credentials of profile \(profile.name) could not be deleted; run logout again")
         }
-        try? FileManager.default.removeItem(at: context.settingsURL)
-        FileHandle.standardError.write(Data("signed out (profile \(context.profile))\n".utf8))
+        profile.deleteSettings()
+        FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
     }
 
     // MARK: Passwords
 
     /// The password from standard input when it is not a terminal, else prompted for without echo.
-    static func readPassword() throws -> String {
+    static func readPassword(command: CommandSpec) throws -> String {
         if isatty(0) == 0 {
             let data = FileHandle.standardInput.readDataToEndOfFile()
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
-            guard !text.isEmpty else { throw CLIError.usage("no password on standard input") }
+            guard !text.isEmpty else { throw CLIError.usage("no password on standard input", command: command) }
             return text
         }
         FileHandle.standardError.write(Data("Password: ".utf8))
@@ -223,7 +265,7 @@ enum SessionCommands {
             FileHandle.standardError.write(Data("\n".utf8))
         }
         guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CLIError.usage("no password given")
+            throw CLIError.usage("no password given", command: command)
         }
         return line
     }

@@ -31,7 +31,7 @@ import Testing
     @Test("help and usage errors: exit 0 and exit 2")
     func helpAndUsage() throws {
         let help = try CLIRunner.run(["help"])
-        #expect(help.status == 0 && help.stdout.contains("jwt verify --jwks"))
+        #expect(help.status == 0 && help.stdout.contains("  jwt verify "))
         for arguments in [
             [], ["frobnicate"], ["jwt", "verify"], ["jwt", "decode", "--bogus"], ["jwt", "verify", "--jwks"],
         ] {

@@ -190,13 +190,15 @@ final class DevStore: Sendable {
         }
     }
 
-    /// Revokes the family of `token` if it belongs to `userID`.
-    func revokeFamily(of token: String, userID: String) throws {
+    /// Ends the session (family) of `token`, whoever presents it.
+    ///
+    /// A refresh token is a credential of its own.
+    func revokeFamily(of token: String) throws {
         try database.query(
             """
             UPDATE refresh_families SET revoked = 1
-            WHERE user_id = ? AND id = (SELECT family_id FROM refresh_tokens WHERE hash = ?)
-            """, [.text(userID), .blob(Self.hash(token))])
+            WHERE id = (SELECT family_id FROM refresh_tokens WHERE hash = ?)
+            """, [.blob(Self.hash(token))])
     }
 
     // MARK: Signing keys

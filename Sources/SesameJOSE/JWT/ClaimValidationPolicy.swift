@@ -103,7 +103,9 @@ public struct ClaimValidationPolicy: Sendable {
         }
         if let issuer, !(claims.issuer.map { ByteExact.equals($0, issuer) } ?? false) {
             throw JOSEError(
-                claims.issuer == nil ? .missingClaim : .issuerMismatch, "iss is not the expected issuer",
+                claims.issuer == nil ? .missingClaim : .issuerMismatch,
+                claims.issuer.map { "iss \"\($0.prefix(200))\" is not the expected \"\(issuer)\"" }
+                    ?? "iss is missing (expected \"\(issuer)\")",
                 parameter: "iss")
         }
         try checkAudience(claims)
@@ -135,7 +137,9 @@ public struct ClaimValidationPolicy: Sendable {
             throw JOSEError(.missingClaim, "aud is missing", parameter: "aud")
         }
         guard ByteExact.contains(audiences, audience) else {
-            throw JOSEError(.audienceMismatch, "aud does not contain the expected audience", parameter: "aud")
+            let listed = audiences.prefix(5).map { "\"\($0.prefix(100))\"" }.joined(separator: ", ")
+            throw JOSEError(
+                .audienceMismatch, "aud [\(listed)] does not contain the expected \"\(audience)\"", parameter: "aud")
         }
         let trusted = [audience] + additionalTrustedAudiences
         let untrusted = audiences.filter { !ByteExact.contains(trusted, $0) }

@@ -1,0 +1,160 @@
+import Foundation
+import Sesame
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A named profile: its settings file (which server, which store, which origins) next to its credentials.
+struct Profile {
+    /// What the profile remembers; no secrets.
+    struct Settings: Codable, Equatable {
+        /// `rest` (OIDC profiles come with the OIDC client).
+        var kind = "rest"
+        /// The server's base URL.
+        var baseURL: String
+        /// `keyring` or `file`.
+        var store: String
+        /// The origins the credentials may be sent to.
+        var origins: [String]
+        /// The email signed in with, for display.
+        var email: String?
+    }
+
+    let name: String
+    let home: URL
+
+    /// Validates the name before anything else happens (DESIGN §4).
+    ///
+    /// - Throws: ``CLIError`` (usage) for an invalid name.
+    init(_ arguments: ParsedArguments) throws {
+        let name = arguments.value("--profile") ?? "default"
+        guard ProfileName.isValid(name) else {
+            throw CLIError.usage(
+                "--profile '\(PrintableArgument.safe(name))' is not a profile name: use 1-64 of A-Z a-z 0-9 . _ -, "
+                    + "not starting with '.'", command: arguments.command)
+        }
+        self.name = name
+        home = Self.homeDirectory
+    }
+
+    /// `$SESAME_HOME`, else `$XDG_CONFIG_HOME/sesame`, else `~/.config/sesame`.
+    static var homeDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let home = environment["SESAME_HOME"], !home.isEmpty { return URL(fileURLWithPath: home) }
+        if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("sesame")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/sesame")
+    }
+
+    var settingsURL: URL { home.appendingPathComponent("profiles/\(name).json") }
+    var credentialsDirectory: URL { home.appendingPathComponent("credentials") }
+    var lockDirectory: URL { home.appendingPathComponent("locks") }
+
+    /// The settings, or nil when the profile does not exist.
+    ///
+    /// A corrupt file is moved aside and reported.
+    ///
+    /// - Throws: ``CLIError`` naming the file and where it went.
+    func settings() throws -> Settings? {
+        let url = settingsURL
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw CLIError(status: .failure, code: "io", message: "cannot read \(url.path)")
+        }
+        if let settings = try? JSONDecoder().decode(Settings.self, from: data) { return settings }
+        let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
+        let moved = rename(url.path, aside) == 0
+        throw CLIError(
+            status: .failure, code: "profile_corrupt",
+            message: "the profile file \(url.path) is unreadable"
+                + (moved ? "; it was moved to \(aside) — sign in again" : ""))
+    }
+
+    /// The settings of a signed-in profile.
+    ///
+    /// - Throws: ``CLIError`` with exit 3 when the profile does not exist.
+    func requireSettings() throws -> Settings {
+        guard let settings = try settings() else {
+            throw CLIError(status: .notSignedIn, code: "not_signed_in", message: "profile \(name) is not signed in")
+        }
+        return settings
+    }
+
+    /// Writes the settings, 0600 in a 0700 folder, atomically.
+    ///
+    /// - Throws: ``CLIError`` when the file cannot be written.
+    func save(_ settings: Settings) throws {
+        let data = try JSONEncoder().encode(settings)
+        try SecureFile.write(data, to: settingsURL)
+    }
+
+    /// Deletes the settings file (no error when it is absent).
+    func deleteSettings() { unlink(settingsURL.path) }
+
+    /// The store of `kind`, checked to be usable now.
+    ///
+    /// - Throws: ``CLIError``: usage for an unknown kind or `memory`; exit 1 when no keyring answers (a setup
+    ///   problem) and `forNewSession`; exit 4 when an existing profile's keyring does not answer.
+    func store(_ kind: String, forNewSession: Bool, command: CommandSpec) throws -> any TokenStore {
+        switch kind {
+        case "file":
+            do {
+                return try FileTokenStore(directory: credentialsDirectory)
+            } catch let error as AuthError {
+                throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
+            }
+        case "keyring":
+            guard SecretServiceTokenStore.isAvailable else {
+                throw CLIError(
+                    status: forNewSession ? .failure : .transient, code: "store_unavailable",
+                    message: "no keyring answers (a Secret Service such as GNOME Keyring must run on the session bus)"
+                        + (forNewSession ? "; use --store file" : "; the credentials of profile \(name) are there"))
+            }
+            return SecretServiceTokenStore(service: "dev.sesame.cli", lockDirectory: lockDirectory)
+        case "memory":
+            throw CLIError.usage("--store memory keeps nothing; use keyring or file", command: command)
+        default:
+            throw CLIError.usage(
+                "--store takes keyring or file, not '\(PrintableArgument.safe(kind))'", command: command)
+        }
+    }
+
+    /// The store kind for a new sign-in: `--store`, else `$SESAME_STORE`, else the keyring when one answers.
+    static func storeKind(for arguments: ParsedArguments) -> String {
+        if let explicit = arguments.value("--store") { return explicit }
+        if let environment = ProcessInfo.processInfo.environment["SESAME_STORE"], !environment.isEmpty {
+            return environment
+        }
+        return SecretServiceTokenStore.isAvailable ? "keyring" : "file"
+    }
+}
+
+/// Files that may hold secrets: written 0600 (never through a symlink), atomically, in 0700 folders.
+enum SecureFile {
+    /// Writes `data` to `url`.
+    ///
+    /// - Throws: ``CLIError`` naming the path.
+    static func write(_ data: Data, to url: URL) throws {
+        let folder = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CLIError(status: .failure, code: "io", message: "cannot create \(folder.path)")
+        }
+        let temporary = url.path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(status: .failure, code: "io", message: "cannot write \(url.path)") }
+        let written = data.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == data.count, synced, rename(temporary, url.path) == 0 else {
+            unlink(temporary)
+            throw CLIError(status: .failure, code: "io", message: "cannot write \(url.path)")
+        }
+    }
+}
