@@ -1,6 +1,12 @@
 import Foundation
 import SesameJOSE
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `sesame jwt decode | verify | sign`.
 enum JWTCommands {
     /// Prints `{"header":…,"claims":…}` without verifying anything.
@@ -107,7 +113,19 @@ enum JWKCommands {
             try SecureFile.write(Data((text + "\n").utf8), to: URL(fileURLWithPath: output))
             FileHandle.standardError.write(Data("wrote \(output) (mode 0600)\n".utf8))
         } else {
+            if !arguments.flag("--public") { StandardOutput.restrictIfFile() }
             print(text)
         }
+    }
+}
+
+/// Standard output when it holds a secret.
+enum StandardOutput {
+    /// `sesame jwk generate > key.json` must not leave a private key 0644: when standard output is a regular file
+    /// of this user, it is made 0600 before anything is written to it.
+    static func restrictIfFile() {
+        var info = stat()
+        guard fstat(1, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else { return }
+        fchmod(1, 0o600)
     }
 }

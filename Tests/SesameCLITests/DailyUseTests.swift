@@ -210,6 +210,14 @@ import Testing
         #expect(result.status == 0 && result.stdout.isEmpty)
         #expect(mode(key.path) == 0o600)
         #expect(try String(contentsOf: key, encoding: .utf8).contains("\"d\""))
+        // `> file` redirection: the shell creates the file 0644; the command makes it 0600 before writing.
+        let redirected = home.appendingPathComponent("redirected.json")
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "umask 022; '\(CLIRunner.binary.path)' jwk generate > '\(redirected.path)'"]
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0 && mode(redirected.path) == 0o600)
         // A symlink planted at the output path is replaced, never written through.
         let target = home.appendingPathComponent("planted.txt")
         try Data("planted".utf8).write(to: target)
