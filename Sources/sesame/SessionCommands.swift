@@ -98,7 +98,9 @@ enum SessionCommands {
             try? await old.delete(profile: profile.name)  // the credentials moved to another store
         }
         FileHandle.standardError.write(
-            Data("signed in as \(tokens.user?.email ?? email) (profile \(profile.name), \(kind) store)\n".utf8))
+            Data(
+                ("signed in as \(PrintableText.sanitized(tokens.user?.email ?? email, limit: 200)) "
+                    + "(profile \(profile.name), \(kind) store)\n").utf8))
     }
 
     // MARK: Using the session
@@ -111,7 +113,7 @@ enum SessionCommands {
             ? try await context.session.forceRefresh() : try await context.session.validTokens()
         if arguments.flag("--json") {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
-            if let expiresAt = tokens.expiresAt { json["expiresAt"] = .integer(Int64(expiresAt.timeIntervalSince1970)) }
+            if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { json["expiresAt"] = .integer(expiresAt) }
             print(JOSEValue.object(json).jsonString)
         } else {
             print(tokens.accessToken)
@@ -135,21 +137,27 @@ enum SessionCommands {
             if let user = tokens.user {
                 status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
             }
-            if let expiresAt = tokens.expiresAt {
-                status["expiresAt"] = .integer(Int64(expiresAt.timeIntervalSince1970))
-            }
+            if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { status["expiresAt"] = .integer(expiresAt) }
             if let scope = tokens.scope { status["scope"] = .string(scope) }
             print(JOSEValue.object(status).jsonString)
             return
         }
+        // What a server or a file said is printed without control characters.
+        let safe = { (text: String) in PrintableText.sanitized(text, limit: 200) }
         print("profile:  \(context.profile.name)")
-        print("provider: \(context.settings.baseURL) (\(context.settings.kind))")
-        print("store:    \(context.settings.store)")
-        print("user:     \(tokens.user?.email ?? tokens.user?.id ?? "unknown")")
+        print("provider: \(safe(context.settings.baseURL)) (\(safe(context.settings.kind)))")
+        print("store:    \(safe(context.settings.store))")
+        print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
         print("expires:  \(expiry)")
-        if let scope = tokens.scope { print("scope:    \(scope)") }
+        if let scope = tokens.scope { print("scope:    \(safe(scope))") }
+    }
+
+    /// Integer Unix seconds, or nil for a date no integer holds.
+    static func unixSeconds(_ date: Date) -> Int64? {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        return seconds.isFinite && abs(seconds) < 1e15 ? Int64(seconds) : nil
     }
 
     static func request(_ arguments: ParsedArguments) async throws {
@@ -190,7 +198,9 @@ enum SessionCommands {
             AuthorizedClient.Endpoint(method, path, headers: headers, body: body))
         if arguments.flag("--include") {
             var head = "HTTP \(response.status)\n"
-            for field in response.headers { head += "\(field.name): \(field.value)\n" }
+            for field in response.headers {
+                head += "\(PrintableText.sanitized(field.name)): \(PrintableText.sanitized(field.value, limit: 4096))\n"
+            }
             FileHandle.standardOutput.write(Data((head + "\n").utf8))
         }
         FileHandle.standardOutput.write(response.body)

@@ -46,11 +46,18 @@ public struct FileTokenStore: TokenStore {
     public func load(profile: String) async throws -> TokenSet? {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
-        guard let data = try Self.readRegularFile(url.path) else { return nil }
+        guard let (data, identity) = try Self.readRegularFile(url.path) else { return nil }
         do {
             return try JSONDecoder().decode(TokenSet.self, from: data)
         } catch {
             let aside = url.appendingPathExtension("corrupt-\(Int(Date().timeIntervalSince1970))")
+            // Move aside exactly the file that was read: another process may have replaced it meanwhile.
+            var now = stat()
+            guard lstat(url.path, &now) == 0, UInt64(now.st_dev) == identity.device,
+                UInt64(now.st_ino) == identity.inode
+            else {
+                throw AuthError(.storeUnavailable, "\(url.path) changed while it was read; try again")
+            }
             guard rename(url.path, aside.path) == 0 else {
                 throw AuthError(.storeCorrupt, "the credentials file \(url.path) is unreadable (left in place)")
             }
@@ -59,8 +66,10 @@ public struct FileTokenStore: TokenStore {
         }
     }
 
-    /// The file's bytes, or nil when it does not exist; never through a symbolic link.
-    private static func readRegularFile(_ path: String) throws -> Data? {
+    /// The file's bytes and identity, or nil when it does not exist; never through a symbolic link.
+    ///
+    /// A file that others can read is made 0600 first.
+    private static func readRegularFile(_ path: String) throws -> (Data, (device: UInt64, inode: UInt64))? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
@@ -75,6 +84,8 @@ public struct FileTokenStore: TokenStore {
             throw AuthError(.storeUnavailable, "\(path) is not a regular file of this user; refusing to read it")
         }
         guard info.st_size <= 1 << 20 else { throw AuthError(.storeCorrupt, "\(path) is larger than 1 MiB") }
+        if info.st_mode & 0o077 != 0 { fchmod(fd, 0o600) }
+        let identity = (device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -83,7 +94,7 @@ public struct FileTokenStore: TokenStore {
                 if errno == EINTR { continue }
                 throw AuthError(.storeUnavailable, "cannot read \(path) (\(String(cString: strerror(errno))))")
             }
-            if count == 0 { return data }
+            if count == 0 { return (data, identity) }
             data.append(contentsOf: chunk[0..<count])
         }
     }

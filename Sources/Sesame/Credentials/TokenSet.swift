@@ -70,10 +70,20 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     /// The expiry to assume for a freshly received access token: `expires_in` seconds after `receivedAt`; else
     /// the token's own `exp` when it is a JWT (read for scheduling only, never trusted for access decisions);
     /// else nil (unknown: rely on a 401).
+    ///
+    /// Absurd values (more than ten years, or not finite) count as unknown rather than as forever.
     public static func expiry(expiresIn: Double?, accessToken: String, receivedAt: Date) -> Date? {
-        if let expiresIn, expiresIn > 0 { return receivedAt.addingTimeInterval(expiresIn) }
-        return (try? JWT.unverifiedClaims(of: accessToken))?.expiresAt
+        if let expiresIn, expiresIn.isFinite, expiresIn > 0 {
+            return expiresIn <= maximumLifetime ? receivedAt.addingTimeInterval(expiresIn) : nil
+        }
+        guard let exp = (try? JWT.unverifiedClaims(of: accessToken))?.expiresAt,
+            exp.timeIntervalSince(receivedAt) <= maximumLifetime
+        else { return nil }
+        return exp
     }
+
+    /// The longest access-token lifetime taken at face value: ten years.
+    public static let maximumLifetime: TimeInterval = 10 * 365 * 86400
 
     /// Whether the access token expires within `leeway` of `now` (false when the expiry is unknown).
     ///

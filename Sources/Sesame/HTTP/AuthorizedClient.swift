@@ -146,6 +146,9 @@ public struct AuthorizedClient: Sendable {
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
     private static let maximumRedirects = 10
+    private static let crossOriginHeaders: Set<String> = [
+        "accept", "accept-encoding", "accept-language", "content-type", "user-agent", "cache-control",
+    ]
 
     /// Creates a client.
     ///
@@ -188,13 +191,19 @@ public struct AuthorizedClient: Sendable {
         -> SesameHTTP.Response
     {
         var exchange = Exchange(request: request, authenticator: authorization.authenticator)
+        // An exchange that starts outside the credential origins, or leaves them through a redirect, never gets
+        // credentials again: a foreign origin cannot redirect a request into the API to have it signed.
+        exchange.mayCarryCredentials = mayReceiveCredentials(request.url)
         while true {
-            let credentialed = exchange.authenticator != nil && mayReceiveCredentials(exchange.request.url)
+            let credentialed =
+                exchange.authenticator != nil && exchange.mayCarryCredentials
+                && mayReceiveCredentials(exchange.request.url)
             let outgoing = credentialed ? try await authenticate(&exchange) : exchange.request
             let response = try await transport.send(outgoing)
             if let next = try redirect(exchange, response) {
                 exchange.request = next
                 exchange.redirects += 1
+                if !mayReceiveCredentials(next.url) { exchange.mayCarryCredentials = false }
                 continue
             }
             guard credentialed, let authenticator = exchange.authenticator else { return response }
@@ -248,6 +257,7 @@ public struct AuthorizedClient: Sendable {
     private struct Exchange {
         var request: SesameHTTP.Request
         let authenticator: (any Authenticator)?
+        var mayCarryCredentials = true
         var redirects = 0
         var retried = false
         var nonce: String?
@@ -278,9 +288,15 @@ public struct AuthorizedClient: Sendable {
         let request = exchange.request
         guard [301, 302, 303, 307, 308].contains(response.status), redirectPolicy != .never,
             let location = response.header("Location"),
-            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
-            target.scheme == "http" || target.scheme == "https"
+            let resolved = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { return nil }
+        // No credentials chosen by the redirecting server (userinfo), and schemes compared in lower case.
+        components.scheme = scheme
+        components.user = nil
+        components.password = nil
+        guard let target = components.url else { return nil }
         let sameOrigin = SesameHTTP.Origin(target) == request.origin
         if !mayReceiveCredentials(target), redirectPolicy == .refuseCrossOrigin {
             throw AuthError(
@@ -302,17 +318,28 @@ public struct AuthorizedClient: Sendable {
             next.headers.remove("Content-Length")
         }
         if !sameOrigin {
-            for name in ["Authorization", "Proxy-Authorization", "Cookie", "DPoP"] { next.headers.remove(name) }
+            // Only headers that carry no secret cross origins (custom headers may be API keys).
+            next.headers = SesameHTTP.Headers(
+                next.headers.fields.filter { field in Self.crossOriginHeaders.contains(field.name.lowercased()) })
         }
         return next
     }
 
     private func request(for endpoint: Endpoint) throws -> SesameHTTP.Request {
         let resolved: URL?
-        if endpoint.path.hasPrefix("http://") || endpoint.path.hasPrefix("https://") {
+        let lowered = endpoint.path.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
             resolved = URL(string: endpoint.path)
         } else {
-            resolved = baseURL.appendingPathComponent(endpoint.path)
+            // A path stays under the base URL's path: `..` segments are refused, and a `?query` part is a query.
+            let parts = endpoint.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            let path = String(parts[0])
+            guard !path.split(separator: "/").contains(where: { $0 == ".." || $0 == "%2e%2e" || $0 == "%2E%2E" })
+            else { throw AuthError(.configuration, "an endpoint path may not contain '..' segments") }
+            var components = URLComponents(
+                url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: true)
+            if parts.count == 2 { components?.percentEncodedQuery = String(parts[1]) }
+            resolved = components?.url
         }
         guard let resolved, var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true) else {
             throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")

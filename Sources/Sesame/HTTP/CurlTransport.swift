@@ -55,6 +55,7 @@
             guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
                 throw AuthError(.configuration, "only http and https URLs can be sent")
             }
+            guard request.hasValidMethod else { throw AuthError(.configuration, "the method is not an HTTP token") }
             guard let handle = curl_easy_init() else { throw AuthError(.transport, "libcurl could not start") }
             self.handle = handle
             self.host = request.url.host ?? "the server"

@@ -9,7 +9,9 @@ public enum SesameHTTP {
     ///
     /// Reading a name that occurs several times through the subscript gives the values joined with `", "`, which
     /// is their meaning for list-valued fields such as `WWW-Authenticate` (RFC 9110 §5.3).
-    public struct Headers: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    public struct Headers: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible,
+        CustomDebugStringConvertible, CustomReflectable
+    {
         /// One field.
         public struct Field: Sendable, Hashable {
             /// The name as sent.
@@ -69,6 +71,15 @@ public enum SesameHTTP {
         /// Iterates the fields in order.
         public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
+        /// The field names only: values may be credentials.
+        public var description: String { "Headers(\(fields.map(\.name).joined(separator: ", ")))" }
+
+        /// The same as ``description``.
+        public var debugDescription: String { description }
+
+        /// A mirror with the names only, for `dump()`.
+        public var customMirror: Mirror { Mirror(self, children: ["names": fields.map(\.name)], displayStyle: .struct) }
+
         /// ASCII case-insensitive name comparison.
         static func same(_ lhs: String, _ rhs: String) -> Bool {
             lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
@@ -98,6 +109,15 @@ public enum SesameHTTP {
             self.headers = headers
             self.body = body
             self.timeout = timeout
+        }
+
+        /// Whether ``method`` is an RFC 9110 token (so it cannot smuggle a second request line).
+        public var hasValidMethod: Bool {
+            !method.isEmpty && method.utf8.count <= 32
+                && method.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
         }
 
         /// This request's origin, or nil when its URL has no scheme or host.

@@ -14,9 +14,14 @@
 public struct URLSessionTransport: HTTPTransport {
     private let session: URLSession
 
-    /// A transport on its own ephemeral session (no cookies, no cache, no credential storage) that declines every
-    /// redirect.
+    /// A transport on its own session — ephemeral by default; cookies and credential storage are always turned
+    /// off — that declines every redirect.
     public init(configuration: URLSessionConfiguration = .ephemeral) {
+        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? .ephemeral
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.httpCookieStorage = nil
+        configuration.urlCredentialStorage = nil
         session = URLSession(configuration: configuration, delegate: RedirectDecliner(), delegateQueue: nil)
     }
 
@@ -34,6 +39,7 @@ public struct URLSessionTransport: HTTPTransport {
     /// - Throws: ``AuthError`` with ``AuthError/Code/transport`` when no response arrived; `CancellationError`
     ///   when the task was cancelled.
     public func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
+        guard request.hasValidMethod else { throw AuthError(.configuration, "the method is not an HTTP token") }
         var urlRequest = URLRequest(url: request.url, timeoutInterval: request.timeout)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body

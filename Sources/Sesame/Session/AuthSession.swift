@@ -1,4 +1,5 @@
 public import Foundation
+internal import SesameJOSE
 
 /// One signed-in identity: owns its ``TokenSet``, persists it through a ``TokenStore``, and refreshes it once for
 /// every concurrent caller — in this process and in every other process that shares the store.
@@ -120,10 +121,11 @@ public actor AuthSession {
     package private(set) var generation = 0
     /// Bumped on every sign-in and sign-out.
     private var epoch = 0
-    /// Credentials in memory that the store does not have yet (their save failed).
-    private var pendingSave: TokenSet?
-    /// A sign-out whose delete failed: the store still holds credentials this session ended.
-    private var pendingDelete = false
+    /// Credentials in memory that the store does not have yet (their save failed), and the stored credentials
+    /// they replace: the save is retried only while the store still holds those.
+    private var pendingSave: (tokens: TokenSet, replacing: TokenSet)?
+    /// Credentials this session ended whose delete failed: deleted later only if the store still holds them.
+    private var pendingDelete: TokenSet?
     /// Credentials a refresh obtained after its epoch ended: revoked by the sign-out that ended it.
     private var discarded: TokenSet?
     private var refreshTimes: [ContinuousClock.Instant] = []
@@ -217,7 +219,7 @@ public actor AuthSession {
         await beginOperation()
         defer { endOperation() }
         epoch += 1
-        await endRefresh()
+        await endRefresh(grace: .zero)
         let store = self.store
         let profile = self.profile
         do {
@@ -225,7 +227,7 @@ public actor AuthSession {
         } catch {
             throw Self.storeError(error, "cannot save the credentials")
         }
-        pendingDelete = false
+        pendingDelete = nil
         pendingSave = nil
         discarded = nil
         generation += 1
@@ -236,8 +238,9 @@ public actor AuthSession {
     /// Ends the session: local credentials are always deleted (even offline), and the server is told unless
     /// `revoke` is false.
     ///
-    /// The in-flight refresh, if any, is cancelled and awaited first, so nothing it does lands afterwards. The
-    /// newest credentials — this process's, or those another process stored — are the ones revoked.
+    /// The in-flight refresh, if any, is awaited first (for up to 5 s, then cancelled), so nothing it does lands
+    /// afterwards and a refresh token the server has just rotated is the one revoked. The newest credentials —
+    /// this process's, or those another process stored — are the ones revoked.
     ///
     /// - Parameter revoke: whether to tell the server (default true).
     /// - Returns: what was done; ``SignOutResult/revocation`` says whether the server confirmed.
@@ -247,7 +250,7 @@ public actor AuthSession {
         defer { endOperation() }
         var newest = state.tokens
         epoch += 1
-        await endRefresh()
+        await endRefresh(grace: .seconds(5))
         if let discarded { newest = discarded }
         discarded = nil
         pendingSave = nil
@@ -263,9 +266,10 @@ public actor AuthSession {
                 return stored
             }
             if let stored { newest = stored }
-            pendingDelete = false
+            pendingDelete = nil
         } catch {
-            pendingDelete = true
+            // Retried later, and only while the store still holds what this session ended.
+            pendingDelete = newest
             removed = false
             broadcaster.yield(.persistenceFailed)
         }
@@ -313,8 +317,20 @@ public actor AuthSession {
     ///
     /// - Throws: as ``validTokens(minimumValidity:)``.
     public func refreshTokens(replacing rejected: TokenSet) async throws -> TokenSet {
+        try await refreshTokens(rejectedAccessToken: rejected.accessToken)
+    }
+
+    /// Newer credentials after the access token `rejectedAccessToken` was refused by a server: the current ones if
+    /// they carry another access token, otherwise one refresh for every caller.
+    ///
+    /// For HTTP stacks that remember which token a request carried rather than the whole ``TokenSet``.
+    ///
+    /// - Throws: as ``validTokens(minimumValidity:)``.
+    public func refreshTokens(rejectedAccessToken: String) async throws -> TokenSet {
         try await ensureLoaded()
-        if let current = state.tokens, current.accessToken != rejected.accessToken { return current }
+        if let current = state.tokens, !ConstantTime.equals(current.accessToken, rejectedAccessToken) {
+            return current
+        }
         return try await refresh(.rejected).tokens
     }
 
@@ -393,7 +409,7 @@ public actor AuthSession {
                 try await self.refreshHoldingLock(intent, epoch: startedEpoch)
             }
             // Every path above ends in finish(with:) or endSession; this only guards the invariant.
-            if epoch == startedEpoch, case .refreshing = state { return finish(with: tokens) }
+            if epoch == startedEpoch, case .refreshing = state { return try finish(with: tokens, epoch: startedEpoch) }
             return tokens
         } catch {
             let failure = Self.refreshFailure(error)
@@ -409,31 +425,42 @@ public actor AuthSession {
     /// Under the cross-process lock: re-read, adopt, refresh only if still needed, persist, then use.
     private func refreshHoldingLock(_ intent: Intent, epoch startedEpoch: Int) async throws -> TokenSet {
         guard epoch == startedEpoch, case .refreshing(let memory, _) = state else { throw Self.ended }
-        if let pending = pendingSave {
-            if (try? await store.save(pending, profile: profile)) != nil, pendingSave == pending { pendingSave = nil }
+        let stored: TokenSet?
+        do {
+            stored = try await store.load(profile: profile)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            // The store kept the unreadable data aside; the credentials in memory are the newest known.
             guard epoch == startedEpoch else { throw Self.ended }
-            if case .persist = intent { return finish(with: memory) }
+            try await persist(memory, replacing: memory, epoch: startedEpoch)
+            stored = memory
+        } catch {
+            throw Self.storeError(error, "cannot read the credentials before refreshing")
         }
+        guard epoch == startedEpoch else { throw Self.ended }
         var candidate = memory
-        if pendingSave == nil {
-            let stored: TokenSet?
-            do {
-                stored = try await store.load(profile: profile)
-            } catch {
-                throw Self.storeError(error, "cannot read the credentials before refreshing")
+        if let pending = pendingSave {
+            // A save that failed earlier: write it only while the store still holds what it replaces.
+            if Self.same(stored, pending.replacing) {
+                if (try? await store.save(pending.tokens, profile: profile)) != nil { pendingSave = nil }
+                guard epoch == startedEpoch else { throw Self.ended }
+            } else {
+                pendingSave = nil
+                if !Self.same(stored, pending.tokens) {
+                    candidate = try await adoptOrEnd(stored, memory, epoch: startedEpoch)
+                }
             }
-            guard epoch == startedEpoch else { throw Self.ended }
-            guard let stored else {
-                return try await endSession(.signedOutElsewhere, deleting: false, epoch: startedEpoch)
+            if case .persist = intent, Self.same(candidate, memory) {
+                return try finish(with: memory, epoch: startedEpoch)
             }
-            candidate = stored
+        } else if !Self.same(stored, memory) {
+            candidate = try await adoptOrEnd(stored, memory, epoch: startedEpoch)
         }
-        let adopted = candidate != memory
+        let adopted = !Self.same(candidate, memory)
         switch intent {
         case .expiring(let wanted) where !candidate.needsRefresh(at: timeSource.now, leeway: wanted):
-            return finish(with: candidate)
+            return try finish(with: candidate, epoch: startedEpoch)
         case .rejected where adopted, .forced where adopted, .persist:
-            return finish(with: candidate)
+            return try finish(with: candidate, epoch: startedEpoch)
         default:
             break
         }
@@ -445,24 +472,49 @@ public actor AuthSession {
             guard epoch == startedEpoch else { throw Self.ended }
             // A process that does not take the lock may have rotated the token meanwhile: adopt its newer one.
             if let stored = try? await store.load(profile: profile), stored.refreshToken != candidate.refreshToken,
-                epoch == startedEpoch
+                Self.sameUser(stored, candidate), epoch == startedEpoch
             {
-                return finish(with: stored)
+                return try finish(with: stored, epoch: startedEpoch)
             }
             guard epoch == startedEpoch else { throw Self.ended }
-            return try await endSession(.sessionExpired, deleting: true, epoch: startedEpoch, cause: error)
+            return try await endSession(
+                .sessionExpired, deleting: candidate, epoch: startedEpoch, cause: error)
         }
         guard epoch == startedEpoch else {
             discarded = refreshed
             throw Self.ended
         }
-        try await persist(refreshed, epoch: startedEpoch)
-        return finish(with: refreshed)
+        try await persist(refreshed, replacing: candidate, epoch: startedEpoch)
+        return try finish(with: refreshed, epoch: startedEpoch)
+    }
+
+    /// What another process left in the store: adopted when it is the same user's session (rotated there), the
+    /// end of this session when the store is empty (signed out there) or holds another user's sign-in.
+    private func adoptOrEnd(_ stored: TokenSet?, _ memory: TokenSet, epoch startedEpoch: Int) async throws -> TokenSet {
+        guard let stored, Self.sameUser(stored, memory) else {
+            return try await endSession(.signedOutElsewhere, deleting: nil, epoch: startedEpoch)
+        }
+        return stored
+    }
+
+    /// Whether two token sets are the same credentials: the same access and refresh tokens, byte for byte (other
+    /// fields may differ after a trip through a store's encoding).
+    private static func same(_ lhs: TokenSet?, _ rhs: TokenSet?) -> Bool {
+        guard let lhs, let rhs else { return lhs == nil && rhs == nil }
+        return ByteExact.equals(lhs.accessToken, rhs.accessToken)
+            && ByteExact.equals(lhs.refreshToken ?? "", rhs.refreshToken ?? "")
+            && (lhs.refreshToken == nil) == (rhs.refreshToken == nil)
+    }
+
+    /// Whether two token sets belong to one user (unknown users are taken to be the same).
+    private static func sameUser(_ lhs: TokenSet, _ rhs: TokenSet) -> Bool {
+        guard let left = lhs.user?.id, let right = rhs.user?.id else { return true }
+        return ByteExact.equals(left, right)
     }
 
     /// Saves before use, retrying twice; if the store still refuses, the credentials serve from memory and the
-    /// save stays pending.
-    private func persist(_ tokens: TokenSet, epoch startedEpoch: Int) async throws {
+    /// save stays pending (written later only while the store still holds `replaced`).
+    private func persist(_ tokens: TokenSet, replacing replaced: TokenSet, epoch startedEpoch: Int) async throws {
         for attempt in 0..<3 {
             if attempt > 0 { try? await Task.sleep(for: .milliseconds(20 * attempt)) }
             if (try? await store.save(tokens, profile: profile)) != nil {
@@ -471,13 +523,14 @@ public actor AuthSession {
             }
             guard epoch == startedEpoch else { throw Self.ended }
         }
-        pendingSave = tokens
+        pendingSave = (tokens, replaced)
         broadcaster.yield(.persistenceFailed)
     }
 
-    /// Makes the transition `refreshing → active(tokens)`.
-    private func finish(with tokens: TokenSet) -> TokenSet {
-        let changed = state.tokens != tokens
+    /// Makes the transition `refreshing → active(tokens)`, in the refresh's own epoch only.
+    private func finish(with tokens: TokenSet, epoch startedEpoch: Int) throws -> TokenSet {
+        guard epoch == startedEpoch else { throw Self.ended }
+        let changed = !Self.same(state.tokens, tokens)
         state = .active(tokens)
         if changed {
             generation += 1
@@ -493,15 +546,15 @@ public actor AuthSession {
     /// `refreshing` until then, so a sign-in meanwhile waits for this task and its delete cannot hit the new
     /// session's credentials.
     private func endSession(
-        _ reason: AuthEvent.SignOutReason, deleting: Bool, epoch startedEpoch: Int, cause: AuthError? = nil
+        _ reason: AuthEvent.SignOutReason, deleting ended: TokenSet?, epoch startedEpoch: Int, cause: AuthError? = nil
     ) async throws -> TokenSet {
-        let deleted = deleting ? (try? await store.delete(profile: profile)) != nil : true
+        let deleted = ended == nil ? true : (try? await store.delete(profile: profile)) != nil
         guard epoch == startedEpoch else { throw Self.ended }
         generation += 1
         state = .signedOut(reason)
         pendingSave = nil
         if !deleted {
-            pendingDelete = true
+            pendingDelete = ended
             broadcaster.yield(.persistenceFailed)
         }
         broadcaster.yield(.signedOut(reason))
@@ -526,18 +579,27 @@ public actor AuthSession {
         refreshTimes.append(now)
     }
 
-    /// Cancels the in-flight refresh and waits for it, so nothing it does can land later.
-    private func endRefresh() async {
+    /// Waits for the in-flight refresh — for `grace`, then cancels it — so nothing it does can land later.
+    private func endRefresh(grace: Duration) async {
         guard case .refreshing(let tokens, let task) = state else { return }
-        task.cancel()
-        _ = await task.result
+        if grace > .zero {
+            let deadline = Task {
+                try? await Task.sleep(for: grace)
+                task.cancel()
+            }
+            _ = await task.result
+            deadline.cancel()
+        } else {
+            task.cancel()
+            _ = await task.result
+        }
         if case .refreshing(_, let current) = state, current == task { state = .active(tokens) }
     }
 
     // MARK: Loading and pending writes
 
     private func ensureLoaded() async throws {
-        if pendingDelete { await retryPendingDelete() }
+        if pendingDelete != nil { await retryPendingDelete() }
         guard case .loading = state else { return }
         let startedEpoch = epoch
         let stored: TokenSet?
@@ -557,18 +619,22 @@ public actor AuthSession {
         broadcaster.yield(.loaded(signedIn: stored != nil))
     }
 
-    /// A deletion that failed at sign-out (or at a definitive rejection) is retried, serialised with sign-in so
-    /// that it can never delete a newer session's credentials.
+    /// A deletion that failed at sign-out (or at a definitive rejection) is retried — serialised with sign-in,
+    /// under the cross-process lock, and only while the store still holds exactly the credentials this session
+    /// ended, so that it can never delete a newer session's.
     private func retryPendingDelete() async {
         await beginOperation()
         defer { endOperation() }
-        guard pendingDelete, state.tokens == nil else { return }
+        guard let ended = pendingDelete, state.tokens == nil else { return }
         let store = self.store
         let profile = self.profile
-        if (try? await store.withExclusiveAccess(profile: profile) { try await store.delete(profile: profile) }) != nil
-        {
-            pendingDelete = false
+        let done = try? await store.withExclusiveAccess(profile: profile) { () async throws -> Bool in
+            guard let stored = try await store.load(profile: profile) else { return true }
+            guard Self.same(stored, ended) else { return true }  // someone signed in since: not ours to delete
+            try await store.delete(profile: profile)
+            return true
         }
+        if done == true { pendingDelete = nil }
     }
 
     /// Sign-in, sign-out and pending deletes run one at a time.
