@@ -33,6 +33,13 @@ typedef char *(*LookupFunction)(const SecretSchema *, void *, GErrorABI **, ...)
 typedef int (*ClearFunction)(const SecretSchema *, void *, GErrorABI **, ...);
 typedef void (*PasswordFreeFunction)(char *);
 typedef void (*ErrorFreeFunction)(GErrorABI *);
+typedef struct GListABI {
+    void *data;
+    struct GListABI *next, *prev;
+} GListABI;
+typedef GListABI *(*SearchFunction)(const SecretSchema *, int, void *, GErrorABI **, ...);
+typedef void (*ListFreeFullFunction)(GListABI *, void (*)(void *));
+typedef void (*ObjectUnrefFunction)(void *);
 
 static const SecretSchema schema = {
     "dev.sesame.Credentials", 0, {{"service", 0}, {"account", 0}, {NULL, 0}}, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -44,6 +51,9 @@ static LookupFunction lookup_function;
 static ClearFunction clear_function;
 static PasswordFreeFunction password_free_function;
 static ErrorFreeFunction error_free_function;
+static SearchFunction search_function;            // libsecret 0.19+; optional
+static ListFreeFullFunction list_free_full_function;
+static ObjectUnrefFunction object_unref_function;
 
 static void load(void) {
     void *secret = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL);
@@ -54,6 +64,28 @@ static void load(void) {
     clear_function = (ClearFunction)dlsym(secret, "secret_password_clear_sync");
     password_free_function = (PasswordFreeFunction)dlsym(secret, "secret_password_free");
     error_free_function = (ErrorFreeFunction)dlsym(glib, "g_error_free");
+    void *gobject = dlopen("libgobject-2.0.so.0", RTLD_NOW | RTLD_LOCAL);
+    search_function = (SearchFunction)dlsym(secret, "secret_password_search_sync");
+    list_free_full_function = (ListFreeFullFunction)dlsym(glib, "g_list_free_full");
+    object_unref_function = gobject != NULL ? (ObjectUnrefFunction)dlsym(gobject, "g_object_unref") : NULL;
+}
+
+// Whether an item for service/account exists in any collection, locked ones included. A lookup answers "no
+// item" for an item in a locked collection it cannot unlock (no prompt in a headless session): that must read
+// as "the keyring is locked", never as "signed out". Returns 1 (exists), 0 (does not), -1 (cannot tell).
+static int item_exists_locked_or_not(const char *service, const char *account) {
+    if (search_function == NULL || list_free_full_function == NULL || object_unref_function == NULL) return -1;
+    GErrorABI *gerror = NULL;
+    const int search_all = 1 << 1;  // SECRET_SEARCH_ALL, without SECRET_SEARCH_UNLOCK
+    GListABI *items = search_function(&schema, search_all, NULL, &gerror, "service", service, "account", account, NULL);
+    if (gerror != NULL) {
+        error_free_function(gerror);
+        if (items != NULL) list_free_full_function(items, object_unref_function);
+        return -1;
+    }
+    int exists = items != NULL;
+    if (items != NULL) list_free_full_function(items, object_unref_function);
+    return exists;
 }
 
 int csesame_secret_available(void) {
@@ -98,7 +130,13 @@ char *csesame_secret_lookup(const char *service, const char *account, int *faile
         if (found != NULL) password_free_function(found);
         return NULL;
     }
-    if (found == NULL) return NULL;
+    if (found == NULL) {
+        if (item_exists_locked_or_not(service, account) == 1) {
+            *failed = 1;
+            report(NULL, error, error_length, "the keyring holds the item but it is locked; unlock it and try again");
+        }
+        return NULL;
+    }
     char *copy = strdup(found);
     password_free_function(found);  // libsecret wipes it
     return copy;

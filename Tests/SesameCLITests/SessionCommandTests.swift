@@ -169,7 +169,7 @@ final class ServeProcess {
     }()
 
     @Test(
-        "--store keyring keeps credentials in GNOME Keyring (nothing on disk), is the default when a keyring answers, and 24 processes across 2 s expiries share one refresh lock (0 reuse)",
+        "--store keyring keeps credentials in GNOME Keyring (nothing on disk), is the default when a keyring answers, 24 processes across 2 s expiries share one refresh lock (0 reuse), and a locked keyring is exit 4",
         .enabled(if: toolsAvailable, "dbus-daemon and gnome-keyring-daemon are not installed"))
     func keyring() throws {
         let server = try ServeProcess(["--access-token-ttl", "2"])
@@ -218,6 +218,13 @@ final class ServeProcess {
                 curl -s '\(server.base.absoluteString)/_dev/counters' | grep -q '"reuseDetections":0' || return 18
                 '\(binary)' logout || return 15
                 '\(binary)' status --store keyring >/dev/null 2>&1; [ $? -eq 3 ] || return 16
+                # A locked keyring holding the item is "unavailable" (exit 4), never "not signed in".
+                echo pw-correct-horse | '\(binary)' login --rest '\(server.base.absoluteString)' --email kay@example.com \
+                    --store keyring || return 19
+                dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets \
+                    org.freedesktop.Secret.Service.Lock array:objpath:/org/freedesktop/secrets/collection/login \
+                    >/dev/null || return 20
+                '\(binary)' status >/dev/null 2>>'\(logFile.path).tokens'; [ $? -eq 4 ] || return 21
                 return 0
             }
             run; status=$?
