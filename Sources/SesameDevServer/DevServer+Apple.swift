@@ -60,6 +60,14 @@ extension DevServer {
             guard let subject = body["sub"]?.stringValue, let nonce = body["nonce"]?.stringValue else {
                 return Self.error(400, "invalid_request", "sub and nonce are required strings")
             }
+            // Any number from a request is bounded before use: 1e300 must be a 400, never a trap.
+            var lifetime: Int64 = 600
+            if let value = body["expiresIn"] {
+                guard let seconds = value.doubleValue, seconds.isFinite, abs(seconds) <= 10 * 365 * 86400 else {
+                    return Self.error(400, "invalid_request", "expiresIn must be a number of seconds within ten years")
+                }
+                lifetime = Int64(seconds.rounded())
+            }
             do {
                 let issued = now
                 var claims = JOSEObject()
@@ -67,7 +75,7 @@ extension DevServer {
                 claims["aud"] = .string(body["aud"]?.stringValue ?? configuration.appleBundleID)
                 claims["sub"] = .string(subject)
                 claims["iat"] = .integer(issued)
-                claims["exp"] = .integer(issued + Int64(body["expiresIn"]?.doubleValue ?? 600))
+                claims["exp"] = .integer(issued + lifetime)
                 claims["nonce"] = .string(Self.appleNonceHash(nonce))
                 claims["nonce_supported"] = true
                 if let email = body["email"]?.stringValue {

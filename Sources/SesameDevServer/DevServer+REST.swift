@@ -44,8 +44,12 @@ extension DevServer {
             guard let rawEmail = body["email"]?.stringValue, let password = body["password"]?.stringValue else {
                 return Self.error(400, "invalid_request", "email and password are required strings")
             }
+            let email = Self.normalize(email: rawEmail)
+            guard Self.isPlausible(email: email) else {
+                return Self.error(400, "invalid_request", "the email is not valid (control or invisible characters?)")
+            }
             do {
-                let record = try store.passwordRecord(email: Self.normalize(email: rawEmail))
+                let record = try store.passwordRecord(email: email)
                 let hash = hashPassword(
                     password, salt: record?.salt ?? Self.dummySalt,
                     iterations: record?.iterations ?? configuration.passwordIterations)

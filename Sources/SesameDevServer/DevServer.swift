@@ -205,14 +205,22 @@ public final class DevServer: Sendable {
 
     // MARK: Shared helpers
 
+    /// NFC, then case-folded, surrounding white space trimmed: one spelling per mailbox (DESIGN §4).
     static func normalize(email: String) -> String {
-        email.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+            .folding(options: [.caseInsensitive, .widthInsensitive], locale: Locale(identifier: "en_US_POSIX"))
+            .precomposedStringWithCanonicalMapping
     }
 
+    /// An address with one `@`, no white space, and no control or invisible formatting characters (a NUL, a
+    /// zero-width space or a bidi override would make look-alike accounts).
     static func isPlausible(email: String) -> Bool {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && email.utf8.count <= 254
-            && !email.contains(where: { $0.isWhitespace })
+        let invisible = email.unicodeScalars.contains { scalar in
+            scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
+                || scalar.properties.isWhitespace
+        }
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && email.utf8.count <= 254 && !invisible
     }
 
     func hashPassword(_ password: String, salt: [UInt8], iterations: Int) -> [UInt8] {

@@ -91,8 +91,11 @@ public struct FaultPlan: Sendable, CustomStringConvertible {
         }
         if text.hasPrefix("latency=") {
             let value = text.dropFirst(8)
-            if value.hasSuffix("ms"), let ms = Double(value.dropLast(2)), ms >= 0 { return .latency(ms / 1000) }
-            if value.hasSuffix("s"), let s = Double(value.dropLast(1)), s >= 0 { return .latency(s) }
+            // Finite and at most a minute: "inf" and "1e300" parse as Doubles and must not hang a worker.
+            if value.hasSuffix("ms"), let ms = Double(value.dropLast(2)), ms >= 0, ms <= 60_000 {
+                return .latency(ms / 1000)
+            }
+            if value.hasSuffix("s"), let s = Double(value.dropLast(1)), s >= 0, s <= 60 { return .latency(s) }
         }
         throw DevServerError("fault rule '\(rule)': unknown action '\(text)'")
     }

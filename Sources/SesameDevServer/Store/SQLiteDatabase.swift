@@ -136,7 +136,13 @@ final class SQLiteDatabase: @unchecked Sendable {
         case .null: status = sqlite3_bind_null(statement, index)
         case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
         case .real(let value): status = sqlite3_bind_double(statement, index, value)
-        case .text(let value): status = sqlite3_bind_text(statement, index, value, -1, transient)
+        case .text(let value):
+            // The byte length, never -1: a NUL inside the text must not cut it short ("alice@x\0evil" is not alice).
+            // (A trailing 0 keeps the pointer valid for empty text; the length excludes it.)
+            let bytes = value.utf8.map { CChar(bitPattern: $0) } + [0]
+            status = bytes.withUnsafeBufferPointer { buffer in
+                sqlite3_bind_text(statement, index, buffer.baseAddress, Int32(buffer.count - 1), transient)
+            }
         case .blob(let value):
             status = value.withUnsafeBytes {
                 sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient)
