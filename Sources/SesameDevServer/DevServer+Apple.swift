@@ -96,12 +96,11 @@ extension DevServer {
         return .json(200, JOSEValue.object(["keys": .array([key.jsonValue()])]).jsonData)
     }
 
-    /// `POST /_dev/faults` — replaces the fault plan; the body is a SPEC (text) or `{"faults": SPEC}`.
+    /// `POST /_dev/faults {"spec": SPEC}` — replaces the fault plan (`""` clears it).
     func setFaults(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        var spec = String(decoding: request.body, as: UTF8.self)
-        if request.hasJSONBody, let object = try? JOSEValue.parse(request.body).objectValue {
-            spec = object["faults"]?.stringValue ?? ""
-        }
+        guard let object = try? JOSEValue.parse(request.body).objectValue,
+            let spec = object["spec"]?.stringValue ?? object["faults"]?.stringValue
+        else { return Self.error(400, "invalid_request", "the body is {\"spec\": SPEC}") }
         do {
             let plan = spec.isEmpty ? FaultPlan() : try FaultPlan(spec: spec)
             state.withLock { $0.faults = plan }

@@ -158,8 +158,19 @@ public final class DevServer: Sendable {
     // MARK: Dispatch
 
     private func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
+        // DNS rebinding: a page on evil.example that resolves to 127.0.0.1 still sends `Host: evil.example`.
+        guard let host = request.headers["Host"], isAllowed(host: host) else {
+            return Self.error(
+                request.headers["Host"] == nil ? 400 : 421, "invalid_request",
+                "the Host header must name the issuer's host or a loopback name")
+        }
         let known = router.hasRoute(request.path)
         let isDev = request.path.hasPrefix("/_dev/")
+        // Development endpoints take JSON only: a web page cannot send application/json cross-site without a
+        // CORS preflight, which this server never grants.
+        if isDev, request.method != "GET", !request.hasJSONBody {
+            return Self.error(415, "invalid_request", "development endpoints take Content-Type: application/json")
+        }
         if !isDev {
             let route = known ? "\(request.method) \(request.path)" : "other"
             let faults = state.withLock { state in
@@ -180,6 +191,24 @@ public final class DevServer: Sendable {
         }
         if isDev && !configuration.devEndpoints { return Self.error(404, "not_found", "no such endpoint") }
         return router.handle(request)
+    }
+
+    /// Whether `Host` (with an optional port) names the issuer's host or a loopback name.
+    func isAllowed(host header: String) -> Bool {
+        var name = header.trimmingCharacters(in: .whitespaces).lowercased()
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            name = String(name[name.index(after: name.startIndex)..<close])
+        } else if let colon = name.lastIndex(of: ":") {
+            name = String(name[..<colon])
+        }
+        if name.hasSuffix(".") { name.removeLast() }
+        if name == "localhost" || name == "::1" || name.hasPrefix("127.") && name.split(separator: ".").count == 4 {
+            return true
+        }
+        let issuerHost = URL(string: state.withLock { $0.issuer })?.host?.lowercased()
+        let boundHost = configuration.host.lowercased()
+        return name == issuerHost || name == boundHost
     }
 
     private func makeRouter() -> HTTPRouter {

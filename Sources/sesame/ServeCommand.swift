@@ -16,10 +16,13 @@ enum ServeCommand {
         /refresh-token, /logout, /auth/apple; GET /me, /jwks). NOT a production identity provider.
         It prints its issuer URL on stdout when ready; Ctrl-C stops it cleanly.
 
+        Every request's Host must name the issuer's host or a loopback name (else 421), so DNS rebinding reaches
+        nothing; POSTs to the development endpoints take application/json only (else 415).
+
         DEVELOPMENT ENDPOINTS (off with --no-dev-endpoints):
           GET  /_dev/counters                requests per route, refreshes, reuse detections, …
           POST /_dev/counters/reset
-          POST /_dev/faults                  body: a fault SPEC (replaces the current plan; empty clears it)
+          POST /_dev/faults                  {"spec": SPEC} (replaces the current plan; "" clears it)
           POST /_dev/apple/identity-token    {"sub","email","nonce"[,"aud","iss","expiresIn"]} -> a stand-in
                                              Apple identity token (nonce claim = SHA-256 hex of the raw nonce)
           GET  /_dev/apple/jwks              the stand-in Apple issuer's keys
@@ -67,6 +70,14 @@ enum ServeCommand {
         let configuration = try await configuration(from: arguments)
         let server = try DevServer(configuration: configuration)
         let issuer = try server.start()
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host.lowercased())
+        if !loopback && configuration.devEndpoints {
+            FileHandle.standardError.write(
+                Data(
+                    ("sesame serve: WARNING: listening on \(configuration.host) with the development endpoints on; "
+                        + "anyone who can reach it can mint tokens and inject faults (--no-dev-endpoints turns them off)\n")
+                        .utf8))
+        }
         FileHandle.standardOutput.write(Data((issuer.absoluteString + "\n").utf8))
         FileHandle.standardError.write(
             Data("sesame serve: listening on \(issuer.absoluteString) (Ctrl-C stops)\n".utf8))

@@ -59,7 +59,8 @@ import Testing
     func setFaults(_ server: ServeProcess, _ spec: String) async throws -> Int {
         var request = URLRequest(url: server.base.appendingPathComponent("_dev/faults"))
         request.httpMethod = "POST"
-        request.httpBody = Data(spec.utf8)
+        request.httpBody = try JSONSerialization.data(withJSONObject: ["spec": spec])
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         let (_, response) = try await URLSession(configuration: .ephemeral).data(for: request)
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }

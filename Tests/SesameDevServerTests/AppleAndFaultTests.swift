@@ -101,7 +101,7 @@ import Testing
         defer { running.server.stop() }
         let access = try #require(try await running.login("kim@example.com").json?["accessToken"]?.stringValue)
         _ = try await running.client.send(
-            "POST", "/_dev/faults", body: Data("/login:status=503;/me:unauthorized;POST /refresh-token:drop".utf8))
+            "POST", "/_dev/faults", json: ["spec": "/login:status=503;/me:unauthorized;POST /refresh-token:drop"])
         let login = try await running.login("kim@example.com")
         #expect(login.status == 503 && login.error == "server_error")
         #expect(try await running.client.send("GET", "/me", bearer: access).status == 401)
@@ -111,12 +111,12 @@ import Testing
             try await fresh.send("POST", "/refresh-token", json: ["refreshToken": "whatever"])
         }
 
-        _ = try await running.client.send("POST", "/_dev/faults", body: Data("/me:latency=150ms".utf8))
+        _ = try await running.client.send("POST", "/_dev/faults", json: ["spec": "/me:latency=150ms"])
         let start = ContinuousClock.now
         #expect(try await running.client.send("GET", "/me", bearer: access).status == 200)
         #expect(ContinuousClock.now - start >= .milliseconds(150))  // a lower bound the server guarantees
 
-        _ = try await running.client.send("POST", "/_dev/faults", body: Data())
+        _ = try await running.client.send("POST", "/_dev/faults", json: ["spec": ""])
         #expect(try await running.login("kim@example.com").status == 200)
     }
 }

@@ -57,3 +57,48 @@ import Testing
         }
     }
 }
+
+@Suite struct RebindingTests {
+    func raw(_ port: Int, _ request: String) throws -> String {
+        let client = try RawClient(port: port)
+        client.send(request)
+        return client.readToEnd()
+    }
+
+    @Test("DNS rebinding reaches nothing: a foreign Host is a 421 on every route; loopback names and the issuer pass")
+    func hostValidation() throws {
+        let running = try RunningServer { $0.issuer = URL(string: "https://id.dev.example") }
+        defer { running.server.stop() }
+        let port = running.server.port
+        for host in ["evil.example", "evil.example:\(port)", "127.0.0.1.evil.example", "localhost.evil.example"] {
+            for path in ["/jwks", "/_dev/counters", "/me"] {
+                let answer = try raw(port, "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                #expect(answer.hasPrefix("HTTP/1.1 421 "), "\(host) \(path): \(answer.prefix(40))")
+            }
+        }
+        #expect(try raw(port, "GET /jwks HTTP/1.1\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 400 "))
+        for host in [
+            "127.0.0.1:\(port)", "localhost", "LOCALHOST:\(port)", "[::1]:\(port)", "id.dev.example", "127.0.0.2",
+        ] {
+            let answer = try raw(port, "GET /jwks HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(host)")
+        }
+    }
+
+    @Test("Development endpoints take JSON only: text/plain and forms are a 415 (no CORS-free cross-site writes)")
+    func jsonOnly() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        for type in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+            let faults = try await running.client.send(
+                "POST", "/_dev/faults", body: Data("*:status=503".utf8), contentType: type)
+            #expect(faults.status == 415, "\(type)")
+            let minted = try await running.client.send(
+                "POST", "/_dev/apple/identity-token", body: Data(#"{"sub":"x","nonce":"n"}"#.utf8), contentType: type)
+            #expect(minted.status == 415, "\(type)")
+        }
+        #expect(try await running.register("served@example.com").status == 201, "no fault was installed")
+        #expect(try await running.client.send("POST", "/_dev/faults", json: ["spec": "*:status=503"]).status == 204)
+        #expect(try await running.register("refused@example.com").status == 503)
+    }
+}

@@ -44,7 +44,7 @@ struct Harness {
     }
 
     func setFaults(_ spec: String) async throws {
-        _ = try await admin.send("POST", "/_dev/faults", body: Data(spec.utf8))
+        _ = try await admin.send("POST", "/_dev/faults", json: ["spec": .string(spec)])
     }
 }
 

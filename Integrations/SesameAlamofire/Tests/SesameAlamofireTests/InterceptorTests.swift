@@ -54,7 +54,8 @@ struct Backend {
 
     func setFaults(_ spec: String) async throws {
         let local = try #require(server.localURL)
-        _ = try await CurlOrURLSession.post(local.appendingPathComponent("_dev/faults"), Data(spec.utf8))
+        _ = try await CurlOrURLSession.post(
+            local.appendingPathComponent("_dev/faults"), JOSEValue.object(["spec": .string(spec)]).jsonData)
     }
 }
 
