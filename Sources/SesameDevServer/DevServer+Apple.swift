@@ -38,8 +38,16 @@ extension DevServer {
                 let verifier = JWTVerifier(keys: try appleKeySet(), policy: policy)
                 let claims = try verifier.verifiedClaims(of: identityToken, now: Date())
                 guard let subject = claims.subject else { return Self.error(401, "invalid_grant", "no subject") }
-                let email = claims["email"]?.stringValue.map(Self.normalize(email:))
-                let user = try store.appleUser(subject: subject, email: email, now: now)
+                // Apple sends email_verified as a boolean or as the string "true".
+                let verified = claims["email_verified"] == .bool(true) || claims["email_verified"] == .string("true")
+                let email = claims["email"]?.stringValue.map(Self.normalize(email:)).flatMap {
+                    Self.isPlausible(email: $0) ? $0 : nil
+                }
+                guard
+                    try store.markUsed(
+                        token: identityToken, expiresAt: Int64(claims.expiresAt?.timeIntervalSince1970 ?? 0), now: now)
+                else { return Self.error(401, "invalid_grant", "the identity token was already exchanged") }
+                let user = try store.appleUser(subject: subject, email: email, emailVerified: verified, now: now)
                 state.withLock { $0.counters.appleExchanges += 1 }
                 return try authResponse(for: user, status: 200)
             } catch let error as JOSEError {
@@ -78,9 +86,11 @@ extension DevServer {
                 claims["exp"] = .integer(issued + lifetime)
                 claims["nonce"] = .string(Self.appleNonceHash(nonce))
                 claims["nonce_supported"] = true
+                // Unique per minted token, as Apple's are (they differ in iat, auth_time and nonce).
+                claims["jti"] = .string(UUID().uuidString)
                 if let email = body["email"]?.stringValue {
                     claims["email"] = .string(email)
-                    claims["email_verified"] = true
+                    claims["email_verified"] = body["email_verified"] ?? true
                 }
                 let token = try JWT.sign(JWTClaims(claims), key: try standInAppleKey(), algorithm: .rs256, type: nil)
                 return .json(200, JOSEValue.object(["identityToken": .string(token)]).jsonData)

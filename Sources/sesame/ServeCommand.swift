@@ -23,8 +23,8 @@ enum ServeCommand {
           GET  /_dev/counters                requests per route, refreshes, reuse detections, …
           POST /_dev/counters/reset
           POST /_dev/faults                  {"spec": SPEC} (replaces the current plan; "" clears it)
-          POST /_dev/apple/identity-token    {"sub","email","nonce"[,"aud","iss","expiresIn"]} -> a stand-in
-                                             Apple identity token (nonce claim = SHA-256 hex of the raw nonce)
+          POST /_dev/apple/identity-token    {"sub","email","nonce"[,"email_verified","aud","iss","expiresIn"]} -> a
+                                             stand-in Apple identity token (nonce = SHA-256 hex of the raw one)
           GET  /_dev/apple/jwks              the stand-in Apple issuer's keys
 
         FAULT SPEC:

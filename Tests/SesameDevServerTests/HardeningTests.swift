@@ -102,3 +102,55 @@ import Testing
         #expect(try await running.register("refused@example.com").status == 503)
     }
 }
+
+@Suite struct AppleLinkingTests {
+    func mint(_ running: RunningServer, _ claims: JOSEObject) async throws -> String {
+        var body: JOSEObject = ["nonce": "raw-nonce"]
+        for member in claims { body[member.name] = member.value }
+        let response = try await running.client.send("POST", "/_dev/apple/identity-token", json: .object(body))
+        return try #require(response.json?["identityToken"]?.stringValue)
+    }
+
+    func exchange(_ running: RunningServer, _ token: String) async throws -> HTTPTestClient.Response {
+        try await running.client.send(
+            "POST", "/auth/apple", json: ["identityToken": .string(token), "nonce": "raw-nonce", "deviceId": "d"])
+    }
+
+    @Test("An unverified Apple email never links to (or claims) a password account")
+    func unverifiedEmail() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let owner = try #require(try await running.register("victim@example.com").json?["user"]?["id"]?.stringValue)
+        let token = try await mint(
+            running, ["sub": "000001.attacker", "email": "victim@example.com", "email_verified": false])
+        let answer = try await exchange(running, token)
+        #expect(answer.status == 200)
+        #expect(answer.json?["user"]?["id"]?.stringValue != owner && answer.json?["user"]?["email"] == .null)
+        #expect(try await running.login("victim@example.com").status == 200, "the password account is untouched")
+    }
+
+    @Test("A verified Apple email links to the account and removes the password that nobody verified")
+    func verifiedEmailTakesOver() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        // Someone registered the owner's address first, with a password of their choosing.
+        let squatted = try #require(try await running.register("owner@example.com").json?["user"]?["id"]?.stringValue)
+        let token = try await mint(
+            running, ["sub": "000002.owner", "email": "owner@example.com", "email_verified": "true"])
+        let answer = try await exchange(running, token)
+        #expect(answer.status == 200 && answer.json?["user"]?["id"]?.stringValue == squatted)
+        #expect(try await running.login("owner@example.com").status == 401, "the squatter's password no longer works")
+        let again = try await exchange(running, try await mint(running, ["sub": "000002.owner"]))
+        #expect(again.json?["user"]?["id"]?.stringValue == squatted, "linked by sub from now on")
+    }
+
+    @Test("An identity token is exchanged once: a replay within its lifetime is refused")
+    func replay() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let token = try await mint(running, ["sub": "000003.user", "email": "r@example.com"])
+        #expect(try await exchange(running, token).status == 200)
+        let replayed = try await exchange(running, token)
+        #expect(replayed.status == 401 && replayed.error == "invalid_grant")
+    }
+}

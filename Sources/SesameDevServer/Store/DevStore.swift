@@ -12,6 +12,24 @@ final class DevStore: Sendable {
     init(path: String) throws {
         database = try SQLiteDatabase(path: path)
         try migrate()
+        // Identity tokens already exchanged, kept until they expire (replay protection). Additive, so databases
+        // of schema 1 gain it without a version change.
+        try database.execute(
+            "CREATE TABLE IF NOT EXISTS used_tokens (hash BLOB PRIMARY KEY, expires_at INTEGER NOT NULL);")
+    }
+
+    /// Records an identity token as used; false when it was used before (a replay).
+    func markUsed(token: String, expiresAt: Int64, now: Int64) throws -> Bool {
+        try database.transaction {
+            try database.query("DELETE FROM used_tokens WHERE expires_at < ?", [.integer(now)])
+            let hash = Self.hash(token)
+            guard try database.query("SELECT 1 FROM used_tokens WHERE hash = ?", [.blob(hash)]).isEmpty else {
+                return false
+            }
+            try database.query(
+                "INSERT INTO used_tokens (hash, expires_at) VALUES (?, ?)", [.blob(hash), .integer(expiresAt)])
+            return true
+        }
     }
 
     private func migrate() throws {
@@ -107,7 +125,12 @@ final class DevStore: Sendable {
     }
 
     /// The user for a Sign in with Apple subject, created on first sign-in.
-    func appleUser(subject: String, email: String?, now: Int64) throws -> User {
+    ///
+    /// Accounts are linked by the Apple `sub`. An Apple sign-in links to an existing account by email only when
+    /// Apple says the email is verified — and then the account's password, which nobody ever verified, is removed:
+    /// whoever registered that email first must not keep a way into the real owner's account. An unverified email
+    /// is not claimed at all.
+    func appleUser(subject: String, email: String?, emailVerified: Bool, now: Int64) throws -> User {
         try database.transaction {
             if let row = try database.query("SELECT id, email FROM users WHERE apple_subject = ?", [.text(subject)])
                 .first,
@@ -115,18 +138,24 @@ final class DevStore: Sendable {
             {
                 return User(id: id, email: row[1].text)
             }
-            // An Apple sign-in with the email of an existing password account links to it.
-            if let email, let row = try database.query("SELECT id FROM users WHERE email = ?", [.text(email)]).first,
+            let claimed = emailVerified ? email : nil
+            if let claimed,
+                let row = try database.query("SELECT id FROM users WHERE email = ?", [.text(claimed)]).first,
                 let id = row[0].text
             {
-                try database.query("UPDATE users SET apple_subject = ? WHERE id = ?", [.text(subject), .text(id)])
-                return User(id: id, email: email)
+                try database.query(
+                    """
+                    UPDATE users SET apple_subject = ?, password_hash = NULL, password_salt = NULL,
+                        password_iterations = NULL
+                    WHERE id = ?
+                    """, [.text(subject), .text(id)])
+                return User(id: id, email: claimed)
             }
             let id = UUID().uuidString.lowercased()
             try database.query(
                 "INSERT INTO users (id, email, apple_subject, created_at) VALUES (?, ?, ?, ?)",
-                [.text(id), email.map(SQLiteValue.text) ?? .null, .text(subject), .integer(now)])
-            return User(id: id, email: email)
+                [.text(id), claimed.map(SQLiteValue.text) ?? .null, .text(subject), .integer(now)])
+            return User(id: id, email: claimed)
         }
     }
 
