@@ -41,8 +41,8 @@ public final class DevServer: Sendable {
         public var devEndpoints = true
         /// PBKDF2 iterations for new passwords.
         ///
-        /// Default 100,000.
-        public var passwordIterations = 100_000
+        /// Default 600,000 (OWASP 2023 for PBKDF2-HMAC-SHA256); tests may use far fewer.
+        public var passwordIterations = 600_000
         /// The audience of Sign in with Apple identity tokens: the app's bundle ID.
         public var appleBundleID = "dev.sesame.demo"
         /// The JWKS that signs Apple identity tokens; nil uses the built-in stand-in issuer's key.

@@ -1,6 +1,8 @@
 import Foundation
 import Sesame
+import SesameDevServer
 import SesameJOSE
+import SesameLoopback
 
 /// Exit codes, as DESIGN.md §4 fixes them for scripts that call `sesame`.
 enum ExitStatus: Int32 {
@@ -53,6 +55,13 @@ enum CLI {
         } catch is CancellationError {
             printError(code: "cancelled", message: "cancelled")
             return .failure
+        } catch let error as LoopbackError {
+            printError(
+                code: "listen", message: "\(error.description) — pick another --port (or --port 0 for a free one)")
+            return .failure
+        } catch let error as DevServerError {
+            printError(code: "dev_server", message: error.description)
+            return .failure
         } catch {
             printError(code: "failure", message: "an unexpected \(type(of: error)) occurred")
             return .failure
@@ -86,7 +95,7 @@ enum CLI {
             return
         case "help", "--help", "-h":
             let rest = Array(arguments.dropFirst())
-            if rest.isEmpty {
+            if rest.isEmpty || rest == ["help"] {
                 print(Help.general(CommandTable.all))
             } else if let (command, used) = CommandTable.lookup(rest), used == rest.count {
                 print(Help.command(command))

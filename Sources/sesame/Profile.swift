@@ -79,7 +79,10 @@ struct Profile {
     /// - Throws: ``CLIError`` with exit 3 when the profile does not exist.
     func requireSettings() throws -> Settings {
         guard let settings = try settings() else {
-            throw CLIError(status: .notSignedIn, code: "not_signed_in", message: "profile \(name) is not signed in")
+            throw CLIError(
+                status: .notSignedIn, code: "not_signed_in",
+                message: "profile \(name) is not signed in (sesame login --rest URL --email EMAIL"
+                    + (name == "default" ? "" : " --profile \(name)") + ")")
         }
         return settings
     }

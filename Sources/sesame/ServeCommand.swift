@@ -53,10 +53,11 @@ enum ServeCommand {
             "--signing-alg", value: "ALG", "the access-token signing algorithm", default: "ES256",
             choices: ["RS256", "ES256", "EdDSA"]),
         OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true),
-        OptionSpec("--faults", value: "SPEC", "inject faults (grammar below)"),
+        OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)"),
         OptionSpec("--no-dev-endpoints", "turn /_dev/ off"),
         OptionSpec(
-            "--password-iterations", value: "N", "PBKDF2 iterations for new passwords (1000 or more)", default: "100000"
+            "--password-iterations", value: "N",
+            "PBKDF2-HMAC-SHA256 iterations for new passwords (1000 or more; OWASP 2023: 600000)", default: "600000"
         ),
         OptionSpec(
             "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo"),
@@ -93,7 +94,7 @@ enum ServeCommand {
         configuration.databasePath = arguments.value("--db") ?? ":memory:"
         if let issuer = arguments.value("--issuer") {
             guard let url = URL(string: issuer), url.scheme == "http" || url.scheme == "https" else {
-                throw CLIError.usage("--issuer takes an http(s) URL")
+                throw CLIError.usage("--issuer takes an http(s) URL", command: arguments.command)
             }
             configuration.issuer = url
         }
@@ -102,22 +103,24 @@ enum ServeCommand {
         configuration.refreshTokenTTL = Int64(
             try integer(arguments, "--refresh-token-ttl", default: 30 * 86400, range: 1...86400 * 3650))
         configuration.passwordIterations = try integer(
-            arguments, "--password-iterations", default: 100_000, range: 1000...10_000_000)
+            arguments, "--password-iterations", default: 600_000, range: 1000...10_000_000)
         if let name = arguments.value("--signing-alg") {
             guard let algorithm = JWSAlgorithm(name: name), [.rs256, .es256, .eddsa].contains(algorithm) else {
-                throw CLIError.usage("--signing-alg takes RS256, ES256 or EdDSA")
+                throw CLIError.usage("--signing-alg takes RS256, ES256 or EdDSA", command: arguments.command)
             }
             configuration.signingAlgorithm = algorithm
         }
         configuration.users = try arguments.values("--user").map { pair in
-            guard let colon = pair.firstIndex(of: ":") else { throw CLIError.usage("--user takes EMAIL:PASSWORD") }
+            guard let colon = pair.firstIndex(of: ":") else {
+                throw CLIError.usage("--user takes EMAIL:PASSWORD", command: arguments.command)
+            }
             return (email: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...]))
         }
         if let spec = arguments.value("--faults") {
             do {
                 configuration.faults = try FaultPlan(spec: spec)
             } catch {
-                throw CLIError.usage("--faults: \(error)")
+                throw CLIError.usage("--faults: \(error)", command: arguments.command)
             }
         }
         configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")

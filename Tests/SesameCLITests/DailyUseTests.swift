@@ -203,6 +203,18 @@ import Testing
         #expect(!status.stdout.contains("\u{1B}["), "no colour codes when not a terminal")
     }
 
+    @Test("serve's startup failures say what failed: a port in use, a database that cannot be opened")
+    func serveStartupErrors() throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let running = try ServeProcess()
+        let port = try #require(running.base.port)
+        let taken = try sesame(["serve", "--port", String(port)])
+        #expect(taken.status == 1 && taken.stderr.contains("Address already in use") && taken.stderr.contains("--port"))
+        let database = try sesame(["serve", "--port", "0", "--db", "/nonexistent/folder/dev.sqlite"])
+        #expect(database.status == 1 && database.stderr.contains("/nonexistent/folder/dev.sqlite"))
+        #expect(try sesame(["help", "help"]).status == 0)
+    }
+
     @Test("jwk generate --output writes 0600, never through a symlink")
     func privateKeyFile() throws {
         defer { try? FileManager.default.removeItem(at: home) }

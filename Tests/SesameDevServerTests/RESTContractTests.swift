@@ -12,7 +12,7 @@ struct RunningServer {
 
     init(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws {
         var configuration = DevServer.Configuration()
-        configuration.passwordIterations = 1000  // fast tests; the default is 100,000
+        configuration.passwordIterations = 1000  // fast tests; the default is 600,000
         let lines = LineCollector()
         configuration.log = { lines.append($0) }
         configure(&configuration)

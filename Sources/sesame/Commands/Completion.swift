@@ -31,10 +31,15 @@ enum Completion {
         var cases: [String] = []
         for command in table {
             var lines = ["        \"\(command.name)\")"]
-            for option in command.options where !option.choices.isEmpty {
-                lines.append(
-                    "            [ \"$prev\" = \"\(option.name)\" ] && { COMPREPLY=($(compgen -W \"\(option.choices.joined(separator: " "))\" -- \"$cur\")); return; }"
-                )
+            for option in command.options where !option.isFlag {
+                let names = ([option.name] + (option.short.map { [$0] } ?? [])).map { "\"$prev\" = \"\($0)\"" }
+                    .joined(separator: " -o ")
+                // A value is expected: its choices, or nothing (and bash falls back to file names).
+                let reply =
+                    option.choices.isEmpty
+                    ? "COMPREPLY=()"
+                    : "COMPREPLY=($(compgen -W \"\(option.choices.joined(separator: " "))\" -- \"$cur\"))"
+                lines.append("            [ \(names) ] && { \(reply); return; }")
             }
             if command.name == "completion" {
                 lines.append("            COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")); return ;;")
@@ -59,6 +64,10 @@ enum Completion {
                     return
                 fi
                 command="${COMP_WORDS[1]}"
+                if [ "$command" = "help" ]; then
+                    COMPREPLY=($(compgen -W "\(topWords.joined(separator: " "))" -- "$cur"))
+                    return
+                fi
                 case "$command" in
             \(groups.joined(separator: "\n"))
                 esac

@@ -55,6 +55,7 @@ enum Help {
             let width = min(34, max(10, command.options.map { $0.label.count }.max() ?? 0) + 2)
             for option in command.options {
                 var text = option.help
+                if !option.choices.isEmpty { text += " (one of: \(option.choices.joined(separator: ", ")))" }
                 if let defaultValue = option.defaultValue { text += " (default: \(defaultValue))" }
                 let label = option.label
                 let wrapped = wrap(text, width: 116 - width)
