@@ -36,14 +36,33 @@ public final class HTTPServer: @unchecked Sendable {
         ///
         /// Default 1 MiB.
         public var maxBodyBytes = 1 << 20
-        /// How long a connection may stay silent, mid-request or idle between requests.
+        /// How long a keep-alive connection may stay idle between requests.
         ///
         /// Default 10 s.
         public var readTimeout: TimeInterval = 10
-        /// The most connections served at once; further clients wait in the listen backlog.
+        /// How long a whole request (head and body) may take to arrive, however it trickles in.
+        ///
+        /// A client that sends a byte every few seconds gets a 408 when this runs out.
+        ///
+        /// Default 10 s.
+        public var requestTimeout: TimeInterval = 10
+        /// How long writing a response may block on a client that does not read.
+        ///
+        /// The connection is closed then.
+        ///
+        /// Default 10 s.
+        public var writeTimeout: TimeInterval = 10
+        /// The most connections served at once.
+        ///
+        /// When they are all taken, the oldest idle keep-alive connection is closed to make room; when none is
+        /// idle, the newcomer is answered 503 at once (never left hanging).
         ///
         /// Default 256.
         public var maxConnections = 256
+        /// The most connections one peer address may hold (default: three quarters of ``maxConnections``).
+        ///
+        /// One client cannot take them all: its idle ones make room first, then it is answered 503.
+        public var maxConnectionsPerPeer: Int?
 
         /// The defaults.
         public init() {}
@@ -72,14 +91,22 @@ public final class HTTPServer: @unchecked Sendable {
     private let state = Locked(State())
     private let connectionsDone = DispatchGroup()
     private let listenersDone = DispatchGroup()
-    private let slots: DispatchSemaphore
+
+    private struct Connection {
+        /// Busy with a request (not idle between requests).
+        var busy = false
+        /// When it last became idle (for choosing whom to close when all are taken).
+        var idleSince = DispatchTime.now()
+        /// The peer address.
+        var peer: String
+    }
 
     private struct State {
         var listeners: [Int32] = []
         var port = 0
         var stopping = false
-        /// Accepted connections and whether each is busy with a request.
-        var connections: [Int32: Bool] = [:]
+        /// Accepted connections.
+        var connections: [Int32: Connection] = [:]
     }
 
     /// Creates a server; call ``start()`` to listen.
@@ -96,7 +123,6 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.handler = handler
         self.observer = observer
-        self.slots = DispatchSemaphore(value: max(1, configuration.maxConnections))
     }
 
     /// The port the server listens on (after ``start()``).
@@ -137,7 +163,7 @@ public final class HTTPServer: @unchecked Sendable {
             state.stopping = true
             // Wake idle connections while holding the lock: a connection removes itself under the lock before
             // closing, so these descriptors are still ours (not reused by another socket).
-            for (fd, busy) in state.connections where !busy { shutdown(fd, Int32(SHUT_RD)) }
+            for (fd, connection) in state.connections where !connection.busy { shutdown(fd, Int32(SHUT_RD)) }
             defer { state.listeners = [] }
             return state.listeners
         }
@@ -150,53 +176,90 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: Connections
 
+    private enum Admission {
+        case serve
+        case refuse(String)
+    }
+
     private func acceptLoop(_ listener: Int32) {
+        let maximum = max(1, configuration.maxConnections)
+        let perPeer = max(1, configuration.maxConnectionsPerPeer ?? max(1, maximum * 3 / 4))
         while true {
-            while slots.wait(timeout: .now() + 0.2) == .timedOut {
-                if state.withLock({ $0.stopping }) { return }
-            }
             let fd = accept(listener, nil, nil)
             if fd < 0 {
-                slots.signal()
                 if state.withLock({ $0.stopping }) { return }
-                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
+                    if errno == EMFILE || errno == ENFILE { usleep(10_000) }
+                    continue
+                }
                 return
             }
-            let accepted = state.withLock { state -> Bool in
-                guard !state.stopping else { return false }
-                state.connections[fd] = false
-                return true
+            let peer = Socket.peerAddress(fd)
+            let admission = state.withLock { state -> Admission? in
+                guard !state.stopping else { return nil }
+                // Make room by closing the longest-idle keep-alive connection (the peer's own when the peer is at
+                // its cap); the descriptor is still ours while the lock is held. Refuse only when none is idle.
+                func evictIdle(_ candidates: [Int32: Connection]) -> Bool {
+                    guard
+                        let (idle, _) = candidates.filter({ !$0.value.busy })
+                            .min(by: { $0.value.idleSince < $1.value.idleSince })
+                    else { return false }
+                    shutdown(idle, Int32(SHUT_RD))
+                    state.connections[idle]?.busy = true  // not chosen again while it closes
+                    state.connections[idle]?.peer = "closing"
+                    return true
+                }
+                let own = state.connections.filter { $0.value.peer == peer }
+                if own.count >= perPeer, !evictIdle(own) { return .refuse("too many connections from this address") }
+                if state.connections.filter({ $0.value.peer != "closing" }).count >= maximum,
+                    !evictIdle(state.connections)
+                {
+                    return .refuse("the server is busy; try again")
+                }
+                state.connections[fd] = Connection(peer: peer)
+                return .serve
             }
-            guard accepted else {
+            switch admission {
+            case nil:
                 close(fd)
-                slots.signal()
                 return
-            }
-            connectionsDone.enter()
-            let thread = Thread { [self] in
-                serve(fd)
-                state.withLock { _ = $0.connections.removeValue(forKey: fd) }
+            case .refuse(let reason)?:
+                // Answered at once, never left hanging in the backlog (a short write timeout bounds it).
+                Socket.configure(fd, readTimeout: 1, writeTimeout: 1)
+                var response = HTTPServerResponse.text(503, reason + "\n")
+                response.headers.set("Retry-After", "1")
+                _ = Socket.write(fd, response.serialized(keepAlive: false))
+                report("-", "-", 503, DispatchTime.now())
                 close(fd)
-                slots.signal()
-                connectionsDone.leave()
+            case .serve?:
+                connectionsDone.enter()
+                let thread = Thread { [self] in
+                    serve(fd)
+                    state.withLock { _ = $0.connections.removeValue(forKey: fd) }
+                    close(fd)
+                    connectionsDone.leave()
+                }
+                thread.name = "sesame-loopback-connection"
+                thread.start()
             }
-            thread.name = "sesame-loopback-connection"
-            thread.start()
         }
     }
 
     private func serve(_ fd: Int32) {
-        Socket.configure(fd, readTimeout: configuration.readTimeout)
+        Socket.configure(fd, readTimeout: configuration.readTimeout, writeTimeout: configuration.writeTimeout)
         let limits = HTTPRequestParser.Limits(
             maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         // Responses to pipelined requests are gathered and written together when the buffer runs dry.
         var output: [UInt8] = []
+        // When the request being received started: its whole head and body must arrive by the deadline.
+        var requestStarted: DispatchTime?
         while true {
             switch HTTPRequestParser.parse(buffer, limits: limits) {
             case .request(let request, let keepAlive, let consumed):
                 buffer.removeFirst(consumed)
+                requestStarted = buffer.isEmpty ? nil : .now()
                 guard respond(to: request, keepAlive: keepAlive, into: &output, fd: fd) else {
                     _ = Socket.write(fd, output)
                     return
@@ -215,12 +278,30 @@ public final class HTTPServer: @unchecked Sendable {
                     output.removeAll(keepingCapacity: true)
                 }
                 let stopping = state.withLock { state -> Bool in
-                    state.connections[fd] = false
+                    if buffer.isEmpty, state.connections[fd]?.busy == true {
+                        state.connections[fd]?.busy = false
+                        state.connections[fd]?.idleSince = .now()
+                    }
                     return state.stopping
                 }
                 if stopping && buffer.isEmpty { return }
+                // Idle: the keep-alive timeout. Mid-request: whatever is left of the request's deadline.
+                var wait = configuration.readTimeout
+                if let requestStarted {
+                    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - requestStarted.uptimeNanoseconds) / 1e9
+                    wait = configuration.requestTimeout - elapsed
+                    if wait <= 0 {
+                        fail(fd, status: 408, message: "the request was not completed in time")
+                        return
+                    }
+                }
+                Socket.setReadTimeout(fd, min(wait, max(configuration.readTimeout, 0.001)))
                 let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if count > 0 {
+                    if buffer.isEmpty {
+                        requestStarted = .now()
+                        state.withLock { $0.connections[fd]?.busy = true }
+                    }
                     buffer.append(contentsOf: chunk[0..<count])
                     continue
                 }
@@ -236,7 +317,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Answers one request into `output`; false when the connection must close after writing it.
     private func respond(to request: HTTPServerRequest, keepAlive: Bool, into output: inout [UInt8], fd: Int32) -> Bool
     {
-        state.withLock { $0.connections[fd] = true }
+        state.withLock { $0.connections[fd]?.busy = true }
         let start = DispatchTime.now()
         let response = handler(request)
         if response.dropsConnection {

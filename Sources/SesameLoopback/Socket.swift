@@ -96,15 +96,38 @@ enum Socket {
     }
 
     /// Sets the receive timeout and disables Nagle's algorithm on an accepted connection.
-    static func configure(_ fd: Int32, readTimeout: TimeInterval) {
-        var timeout = timeval(
-            tv_sec: Int(readTimeout), tv_usec: Int(Int32((readTimeout - Double(Int(readTimeout))) * 1_000_000)))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    static func configure(_ fd: Int32, readTimeout: TimeInterval, writeTimeout: TimeInterval) {
+        setReadTimeout(fd, readTimeout)
+        var sendTimeout = timeval(seconds: writeTimeout)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         #if canImport(Darwin)
             setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
+    }
+
+    /// Sets how long one `recv` may wait.
+    static func setReadTimeout(_ fd: Int32, _ seconds: TimeInterval) {
+        var timeout = timeval(seconds: seconds)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// The peer's address as text (for per-peer limits), or "?".
+    static func peerAddress(_ fd: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard status == 0 else { return "?" }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        let named = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+            }
+        }
+        return named == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
     }
 
     /// Half-closes and drains what the client is still sending (up to 1 MiB or 1 s), so that closing with unread
@@ -122,7 +145,7 @@ enum Socket {
         }
     }
 
-    /// Writes all of `bytes`; false when the peer has gone.
+    /// Writes all of `bytes`; false when the peer has gone or has not read for the write timeout.
     static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
@@ -146,4 +169,12 @@ public struct LoopbackError: Error, CustomStringConvertible, Sendable {
 
     /// Creates an error.
     public init(_ description: String) { self.description = description }
+}
+
+extension timeval {
+    /// A timeval of `seconds` (at least 1 ms, at most a day).
+    init(seconds: TimeInterval) {
+        let clamped = Swift.min(Swift.max(seconds, 0.001), 86_400)
+        self.init(tv_sec: Int(clamped), tv_usec: Int(Int32((clamped - Double(Int(clamped))) * 1_000_000)))
+    }
 }

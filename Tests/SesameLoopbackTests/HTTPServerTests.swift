@@ -135,21 +135,37 @@ import Testing
         #expect(staller.readToEnd().hasPrefix("HTTP/1.1 408 "))
     }
 
-    @Test("Bounded concurrency: with one slot, a second client waits until the first leaves")
+    @Test("Bounded concurrency: an idle keep-alive connection makes room for a newcomer; a busy one gets it a 503")
     func boundedConcurrency() throws {
-        let server = try Self.makeServer {
-            $0.maxConnections = 1
-            $0.readTimeout = 5
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        var router = HTTPRouter()
+        router.add("GET", "/hello") { _ in .text(200, "hello") }
+        router.add("GET", "/hold") { _ in
+            started.signal()
+            release.wait()
+            return .text(200, "held")
         }
+        var configuration = HTTPServer.Configuration()
+        configuration.maxConnections = 1
+        configuration.readTimeout = 5
+        let server = HTTPServer(configuration: configuration, handler: router.handle)
+        try server.start()
         defer { server.stop() }
         let first = try RawClient(port: server.port)
-        first.send("GET /hello HTTP/1.1\r\n\r\n")
+        first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(first.readResponses(1).count == 1)
+        // The first connection is idle: it is closed to make room, and the second is served.
         let second = try RawClient(port: server.port)
-        second.send("GET /hello?name=2 HTTP/1.1\r\nConnection: close\r\n\r\n")
-        first.send("GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n")
-        _ = first.readToEnd()
-        #expect(second.readToEnd().hasSuffix("hello 2"))
+        second.send("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        started.wait()
+        #expect(first.readToEnd().isEmpty, "the idle connection was closed")
+        // The only slot is busy now: a third client is answered at once, with a 503.
+        let third = try RawClient(port: server.port)
+        third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(third.readToEnd().hasPrefix("HTTP/1.1 503 "))
+        release.signal()
+        #expect(second.readToEnd().hasSuffix("held"))
     }
 
     @Test("Graceful stop: a request in flight finishes, then the connection closes")
@@ -175,5 +191,103 @@ import Testing
         #expect(answer.contains("Connection: close"))
         // (That the port is released is asserted by portLifecycle, which binds it again; connecting here would race
         // with other servers of the parallel run that may take the same number.)
+    }
+}
+
+/// Slow and non-reading clients (issue 9's hardening): they cannot starve others, and they do not stay.
+@Suite struct SlowClientTests {
+    @Test(
+        "Clients trickling a byte at a time hit the whole-request deadline (408); meanwhile newcomers get a 503 at once"
+    )
+    func slowloris() throws {
+        let server = try HTTPServerTests.makeServer {
+            $0.maxConnections = 8
+            $0.maxConnectionsPerPeer = 8
+            $0.requestTimeout = 1
+            $0.readTimeout = 5
+        }
+        defer { server.stop() }
+        let tricklers = try (0..<8).map { _ in try RawClient(port: server.port) }
+        for client in tricklers { client.send("GET /hello HTTP/1.1\r\nHo") }
+        let done = DispatchSemaphore(value: 0)
+        let stop = Locked(false)
+        Thread {
+            // A byte every 200 ms: far more often than the 5 s read timeout, never a complete request.
+            while !stop.value {
+                for client in tricklers { client.send("x") }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let newcomer = try RawClient(port: server.port)
+        newcomer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(newcomer.readToEnd().hasPrefix("HTTP/1.1 503 "), "answered at once, not left in the backlog")
+        for client in tricklers { #expect(client.readToEnd().hasPrefix("HTTP/1.1 408 ")) }
+        stop.value = true
+        done.wait()
+        // Once their lingering closes end (at most a second), the slots are free again.
+        var answer = ""
+        for _ in 0..<30 where !answer.hasSuffix("hello later") {
+            let later = try RawClient(port: server.port)
+            later.send("GET /hello?name=later HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = later.readToEnd()
+            if !answer.hasSuffix("hello later") { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(answer.hasSuffix("hello later"))
+    }
+
+    @Test("A client that pipelines 25,000 requests and never reads is cut off by the write timeout, freeing its slot")
+    func neverReads() throws {
+        let server = try HTTPServerTests.makeServer {
+            $0.writeTimeout = 0.5
+            $0.maxConnections = 1
+            $0.maxConnectionsPerPeer = 1
+        }
+        defer { server.stop() }
+        let greedy = try RawClient(port: server.port)
+        let sent = DispatchSemaphore(value: 0)
+        Thread {
+            let one = "GET /hello?name=pipelined-and-never-read HTTP/1.1\r\nHost: x\r\n\r\n"
+            for _ in 0..<250 { greedy.send(String(repeating: one, count: 100)) }
+            sent.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        // The only slot is held by a connection whose responses nobody reads: a newcomer is refused at once...
+        let refused = try RawClient(port: server.port)
+        refused.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(refused.readToEnd().hasPrefix("HTTP/1.1 503 "))
+        // ...until the write timeout closes the greedy connection; then the next one is served.
+        var answer = ""
+        for _ in 0..<40 where !answer.hasSuffix("hello other") {
+            Thread.sleep(forTimeInterval: 0.1)
+            let other = try RawClient(port: server.port)
+            other.send("GET /hello?name=other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = other.readToEnd()
+        }
+        #expect(answer.hasSuffix("hello other"))
+        #expect(sent.wait(timeout: .now() + 20) == .success)
+    }
+}
+
+/// A value behind a lock, for test threads.
+final class Locked<Value>: @unchecked Sendable {
+    // `stored` is only touched under `lock`.
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
     }
 }

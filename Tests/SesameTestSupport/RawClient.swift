@@ -7,7 +7,8 @@ import Foundation
 #endif
 
 /// A raw TCP client for tests that need to send what URLSession never would.
-package final class RawClient {
+// @unchecked Sendable: the descriptor never changes, and send/recv on one socket from two threads is safe.
+package final class RawClient: @unchecked Sendable {
     package let fd: Int32
 
     package init(port: Int, host: String = "127.0.0.1") throws {
