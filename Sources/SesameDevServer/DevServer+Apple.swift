@@ -36,7 +36,7 @@ extension DevServer {
                     requiredClaims: ["exp", "iat", "sub"])
                 policy.maxAge = 600
                 let verifier = JWTVerifier(keys: try appleKeySet(), policy: policy)
-                let claims = try verifier.verifiedClaims(of: identityToken, now: Date())
+                let claims = try verifier.verifiedClaims(of: identityToken, now: currentDate)
                 guard let subject = claims.subject else { return Self.error(401, "invalid_grant", "no subject") }
                 // Apple sends email_verified as a boolean or as the string "true".
                 let verified = claims["email_verified"] == .bool(true) || claims["email_verified"] == .string("true")

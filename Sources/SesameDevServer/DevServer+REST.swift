@@ -129,7 +129,7 @@ extension DevServer {
     func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
         guard let token = request.authorization(scheme: "Bearer"),
             let verifier = state.withLock({ $0.accessVerifier }),
-            let claims = try? verifier.verifiedClaims(of: token, now: Date()),
+            let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
             let subject = claims.subject
         else { return nil }
         return try? store.user(id: subject)

@@ -43,6 +43,14 @@ public final class DevServer: Sendable {
         ///
         /// Default 600,000 (OWASP 2023 for PBKDF2-HMAC-SHA256); tests may use far fewer.
         public var passwordIterations = 600_000
+        /// Where the server's time comes from (token issue and expiry, refresh-token lifetimes).
+        ///
+        /// Inject a clock in tests instead of sleeping. Default: the system clock.
+        public var clock: @Sendable () -> Date = { Date() }
+        /// Seeds the dice of probabilistic faults (`@0.3`), for reproducible runs.
+        ///
+        /// Nil draws from the system generator.
+        public var faultSeed: UInt64?
         /// The audience of Sign in with Apple identity tokens: the app's bundle ID.
         public var appleBundleID = "dev.sesame.demo"
         /// The JWKS that signs Apple identity tokens; nil uses the built-in stand-in issuer's key.
@@ -60,6 +68,8 @@ public final class DevServer: Sendable {
     let store: DevStore
     let state = LockedValue(MutableState())
     private let http = LockedValue<HTTPServer?>(nil)
+    /// The dice of probabilistic faults (seeded by ``Configuration/faultSeed``).
+    let dice: FaultDice
 
     struct MutableState {
         var issuer = ""
@@ -75,8 +85,9 @@ public final class DevServer: Sendable {
     /// - Throws: ``DevServerError`` when the database cannot be opened or a seeded user is invalid.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
+        dice = FaultDice(seed: configuration.faultSeed)
         store = try DevStore(path: configuration.databasePath)
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(configuration.clock().timeIntervalSince1970.rounded(.down))
         let key = try store.signingKey(purpose: "access", algorithm: configuration.signingAlgorithm, now: now)
         let keys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
         state.withLock {
@@ -177,7 +188,7 @@ public final class DevServer: Sendable {
                 state.counters.requests[route, default: 0] += 1
                 return state.faults
             }
-            for action in faults.actions(method: request.method, path: request.path) {
+            for action in faults.actions(method: request.method, path: request.path, dice: dice) {
                 switch action {
                 case .latency(let seconds): Thread.sleep(forTimeInterval: seconds)
                 case .status(let code): return Self.error(code, "server_error", "injected fault")
@@ -286,7 +297,10 @@ public final class DevServer: Sendable {
         return handler(object)
     }
 
-    var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    var now: Int64 { Int64(configuration.clock().timeIntervalSince1970.rounded(.down)) }
+
+    /// The server's current time as a `Date`.
+    var currentDate: Date { configuration.clock() }
 }
 
 extension HTTPServer.Configuration {

@@ -1,4 +1,5 @@
 public import Foundation
+import SesameJOSE
 
 /// Fault injection for a misbehaving backend, parsed from a SPEC string (`sesame serve --faults SPEC`).
 ///
@@ -101,10 +102,32 @@ public struct FaultPlan: Sendable, CustomStringConvertible {
     }
 
     /// The actions that fire for a request (each rule rolls its own die).
-    func actions(method: String, path: String) -> [Action] {
+    func actions(method: String, path: String, dice: FaultDice) -> [Action] {
         rules.filter { rule in
             (rule.method == nil || rule.method == method) && (rule.path == nil || rule.path == path)
-                && (rule.probability >= 1 || Double.random(in: 0..<1) < rule.probability)
+                && (rule.probability >= 1 || dice.roll() < rule.probability)
         }.map(\.action)
+    }
+}
+
+/// The dice of probabilistic faults: the system generator, or a seeded SplitMix64 for reproducible runs.
+final class FaultDice: Sendable {
+    private let state: LockedValue<UInt64?>
+
+    init(seed: UInt64?) { state = LockedValue(seed) }
+
+    /// A number in 0..<1.
+    func roll() -> Double {
+        let next: UInt64? = state.withLock { value in
+            guard var seed = value else { return nil }
+            seed &+= 0x9E37_79B9_7F4A_7C15
+            value = seed
+            var z = seed
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        guard let next else { return Double.random(in: 0..<1) }
+        return Double(next >> 11) / Double(1 << 53)
     }
 }

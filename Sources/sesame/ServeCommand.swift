@@ -54,6 +54,7 @@ enum ServeCommand {
             choices: ["RS256", "ES256", "EdDSA"]),
         OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true),
         OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)"),
+        OptionSpec("--fault-seed", value: "N", "seed the dice of probabilistic faults, for reproducible runs"),
         OptionSpec("--no-dev-endpoints", "turn /_dev/ off"),
         OptionSpec(
             "--password-iterations", value: "N",
@@ -122,6 +123,12 @@ enum ServeCommand {
             } catch {
                 throw CLIError.usage("--faults: \(error)", command: arguments.command)
             }
+        }
+        if let seed = arguments.value("--fault-seed") {
+            guard let value = UInt64(seed) else {
+                throw CLIError.usage("--fault-seed takes a whole number", command: arguments.command)
+            }
+            configuration.faultSeed = value
         }
         configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")
         if let bundle = arguments.value("--apple-bundle-id") { configuration.appleBundleID = bundle }

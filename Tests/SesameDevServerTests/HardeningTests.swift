@@ -154,3 +154,24 @@ import Testing
         #expect(replayed.status == 401 && replayed.error == "invalid_grant")
     }
 }
+
+@Suite struct SeededFaultTests {
+    @Test("A fault seed makes probabilistic faults reproducible: the same seed, the same sequence of answers")
+    func reproducible() async throws {
+        let plan = try FaultPlan(spec: "GET /jwks:status=503@0.5")
+        func run(seed: UInt64) async throws -> [Int] {
+            let running = try RunningServer {
+                $0.faults = plan
+                $0.faultSeed = seed
+            }
+            defer { running.server.stop() }
+            var statuses: [Int] = []
+            for _ in 0..<24 { statuses.append(try await running.client.send("GET", "/jwks").status) }
+            return statuses
+        }
+        let first = try await run(seed: 42)
+        #expect(try await run(seed: 42) == first)
+        #expect(Set(first) == [200, 503], "both outcomes occur")
+        #expect(try await run(seed: 7) != first)
+    }
+}

@@ -116,10 +116,15 @@ struct RunningServer {
 
     @Test("Access tokens expire after --access-token-ttl")
     func accessTokenExpiry() async throws {
-        let running = try RunningServer { $0.accessTokenTTL = 1 }
+        let clock = TestClock()
+        let running = try RunningServer {
+            $0.accessTokenTTL = 1
+            $0.clock = { clock.now }
+        }
         defer { running.server.stop() }
         let token = try #require(try await running.register("cleo@example.com").json?["accessToken"]?.stringValue)
-        try await Task.sleep(for: .milliseconds(2100))
+        #expect(try await running.client.send("GET", "/me", bearer: token).status == 200)
+        clock.advance(by: 62)  // past the lifetime and the verifier's 60 s leeway, without sleeping
         let expired = try await running.client.send("GET", "/me", bearer: token)
         #expect(expired.status == 401 && expired.error == "invalid_token")
     }
@@ -148,10 +153,14 @@ struct RunningServer {
 
     @Test("Refresh tokens expire")
     func refreshExpiry() async throws {
-        let running = try RunningServer { $0.refreshTokenTTL = 1 }
+        let clock = TestClock()
+        let running = try RunningServer {
+            $0.refreshTokenTTL = 1
+            $0.clock = { clock.now }
+        }
         defer { running.server.stop() }
         let token = try #require(try await running.register("erin@example.com").json?["refreshToken"]?.stringValue)
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: 2)
         #expect(try await running.refresh(token).error == "invalid_grant")
     }
 
@@ -232,5 +241,24 @@ struct RunningServer {
             refreshed["refreshToken"]?.stringValue,
         ].compactMap { $0 }
         for line in lines { for secret in secrets { #expect(!line.contains(secret)) } }
+    }
+}
+
+/// A clock the test moves (the dev server's `clock`), so expiry tests do not sleep.
+final class TestClock: @unchecked Sendable {
+    // `current` is only touched under `lock`.
+    private let lock = NSLock()
+    private var current = Date()
+
+    var now: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func advance(by seconds: TimeInterval) {
+        lock.lock()
+        current += seconds
+        lock.unlock()
     }
 }
