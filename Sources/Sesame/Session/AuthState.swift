@@ -20,6 +20,7 @@
     /// A store that cannot be read at launch (a locked Keychain while the app prewarms) leaves the status
     /// ``Status/unknown`` with ``lastTransientError`` set — never ``Status/signedOut(reason:)``; the status
     /// follows as soon as any call (or ``reload()``) reads the store.
+    @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)  // Observation's availability
     @MainActor
     @Observable
     public final class AuthState {
@@ -90,7 +91,8 @@
         }
     }
 
-    /// Holds the watcher task so that the (nonisolated) deinit can cancel it.
+    /// Holds the watcher task so that the (nonisolated) deinit can cancel it — no `isolated deinit`, which needs
+    /// Swift 6.2 and newer OS runtimes than the package declares.
     final class WatcherTask: Sendable {
         private let task = LockedValue<Task<Void, Never>?>(nil)
 
