@@ -2,6 +2,12 @@ public import Foundation
 public import SesameJOSE
 public import SesameLoopback
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Sesame's local development identity server: the proprietary REST contract of DESIGN.md §4 (and, in a later
 /// part, an OpenID Connect provider), persisted in SQLite, with fault injection and counters for tests.
 ///
@@ -170,7 +176,8 @@ public final class DevServer: Sendable {
 
     private func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
         // DNS rebinding: a page on evil.example that resolves to 127.0.0.1 still sends `Host: evil.example`.
-        guard let host = request.headers["Host"], isAllowed(host: host) else {
+        let hosts = request.headers.values("Host")
+        guard hosts.count == 1, let host = hosts.first, isAllowed(host: host) else {
             return Self.error(
                 request.headers["Host"] == nil ? 400 : 421, "invalid_request",
                 "the Host header must name the issuer's host or a loopback name")
@@ -179,7 +186,7 @@ public final class DevServer: Sendable {
         let isDev = request.path.hasPrefix("/_dev/")
         // Development endpoints take JSON only: a web page cannot send application/json cross-site without a
         // CORS preflight, which this server never grants.
-        if isDev, request.method != "GET", !request.hasJSONBody {
+        if isDev, request.method != "GET", request.method != "HEAD", !request.hasJSONBody {
             return Self.error(415, "invalid_request", "development endpoints take Content-Type: application/json")
         }
         if !isDev {
@@ -214,9 +221,10 @@ public final class DevServer: Sendable {
             name = String(name[..<colon])
         }
         if name.hasSuffix(".") { name.removeLast() }
-        if name == "localhost" || name == "::1" || name.hasPrefix("127.") && name.split(separator: ".").count == 4 {
-            return true
-        }
+        // Loopback: `localhost`, `::1`, or an IPv4 literal in 127/8 (parsed as one: `127.a.evil.com` is a name).
+        if name == "localhost" || name == "::1" { return true }
+        var address = in_addr()
+        if inet_pton(AF_INET, name, &address) == 1, UInt32(bigEndian: address.s_addr) >> 24 == 127 { return true }
         let issuerHost = URL(string: state.withLock { $0.issuer })?.host?.lowercased()
         let boundHost = configuration.host.lowercased()
         return name == issuerHost || name == boundHost

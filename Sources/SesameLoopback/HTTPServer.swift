@@ -265,7 +265,7 @@ public final class HTTPServer: @unchecked Sendable {
                     return
                 }
                 if buffer.isEmpty || output.count > 64 * 1024 {
-                    guard Socket.write(fd, output) else { return }
+                    guard Socket.write(fd, output, deadline: writeDeadline()) else { return }
                     output.removeAll(keepingCapacity: true)
                 }
             case .failure(let status, let message):
@@ -274,7 +274,7 @@ public final class HTTPServer: @unchecked Sendable {
                 return
             case .needMore:
                 if !output.isEmpty {
-                    guard Socket.write(fd, output) else { return }
+                    guard Socket.write(fd, output, deadline: writeDeadline()) else { return }
                     output.removeAll(keepingCapacity: true)
                 }
                 let stopping = state.withLock { state -> Bool in
@@ -312,6 +312,10 @@ public final class HTTPServer: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    private func writeDeadline() -> DispatchTime {
+        .now() + .milliseconds(Int(max(0.001, configuration.writeTimeout) * 1000))
     }
 
     /// Answers one request into `output`; false when the connection must close after writing it.

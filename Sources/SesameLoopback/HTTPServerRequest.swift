@@ -43,7 +43,8 @@ public struct HTTPServerRequest: Sendable {
     /// Whether the content type is JSON (`application/json`, with or without parameters).
     public var hasJSONBody: Bool {
         guard let type = headers["Content-Type"] else { return false }
-        return type.caseInsensitiveEquals("application/json") || type.hasPrefixCaseInsensitive("application/json;")
+        let mediaType = type.split(separator: ";", maxSplits: 1).first.map(String.init) ?? type
+        return mediaType.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("application/json")
     }
 
     /// The credentials of an `Authorization` header with the given scheme (compared case-insensitively).

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -132,23 +133,33 @@ enum Socket {
 
     /// Half-closes and drains what the client is still sending (up to 1 MiB or 1 s), so that closing with unread
     /// input does not reset the connection before the client has read the error response (RFC 9112 §9.6).
+    ///
+    /// The drain is bounded in total (1 s), not per `recv`: a client trickling a byte at a time cannot hold the
+    /// connection open this way.
     static func lingeringClose(_ fd: Int32) {
         shutdown(fd, Int32(SHUT_WR))
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let deadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var drained = 0
         while drained < 1 << 20 {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { break }
+            setReadTimeout(fd, Double(deadline - now) / 1e9)
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
             drained += count
         }
     }
 
-    /// Writes all of `bytes`; false when the peer has gone or has not read for the write timeout.
-    static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    /// Writes all of `bytes`.
+    ///
+    /// Returns false when the peer has gone or has not read for the write timeout.
+    /// `deadline` bounds the whole write, not each `send` (a client reading a little now and then cannot stretch
+    /// it); the socket's send timeout bounds each call.
+    static func write(_ fd: Int32, _ bytes: [UInt8], deadline: DispatchTime? = nil) -> Bool {
         var offset = 0
         while offset < bytes.count {
+            if let deadline, DispatchTime.now() >= deadline { return false }
             let sent = bytes.withUnsafeBytes { buffer in
                 send(fd, buffer.baseAddress.map { $0 + offset }, bytes.count - offset, noSignalFlag)
             }

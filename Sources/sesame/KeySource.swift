@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import SesameJOSE
 
 #if canImport(FoundationNetworking)
@@ -48,27 +49,34 @@ enum KeySource {
 
     private static func fetch(_ source: String) async throws -> Data {
         guard let url = URL(string: source) else { throw CLIError.usage("not a URL: \(source)") }
-        var request = URLRequest(url: url, timeoutInterval: 10)
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let data: Data
-        let response: URLResponse
+        // The size limit is enforced while the body arrives (after decompression), not after it is all in memory.
+        let transport: any HTTPTransport
+        #if canImport(FoundationNetworking)
+            transport = CurlTransport(maximumResponseSize: maxDocumentSize)
+        #else
+            transport = URLSessionTransport()
+        #endif
+        let response: SesameHTTP.Response
         do {
-            (data, response) = try await URLSession.shared.data(for: request)
+            response = try await transport.send(
+                SesameHTTP.Request(method: "GET", url: url, headers: ["Accept": "application/json"], timeout: 10))
+        } catch let error as AuthError where error.message.contains("larger than") {
+            throw CLIError(
+                status: .failure, code: "too_large", message: "the JWKS is larger than \(maxDocumentSize) bytes")
         } catch {
             throw CLIError(
                 status: .transient, code: "network",
                 message: "could not fetch the JWKS from \(url.host ?? "the server")")
         }
-        guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard response.status == 200 else {
             throw CLIError(
-                status: status >= 500 ? .transient : .failure, code: "http_status",
-                message: "the JWKS URL answered \(status)")
+                status: response.status >= 500 ? .transient : .failure, code: "http_status",
+                message: "the JWKS URL answered \(response.status)")
         }
-        guard data.count <= maxDocumentSize else {
+        guard response.body.count <= maxDocumentSize else {
             throw CLIError(
                 status: .failure, code: "too_large", message: "the JWKS is larger than \(maxDocumentSize) bytes")
         }
-        return data
+        return response.body
     }
 }

@@ -62,9 +62,31 @@ struct Profile {
     func settings() throws -> Settings? {
         let url = settingsURL
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw CLIError(status: .failure, code: "io", message: "cannot read \(url.path)")
+        // The settings decide where credentials go: only a file of this user, in folders nobody else can write,
+        // never through a symbolic link.
+        do {
+            try SecureDirectory.check(home)
+            try SecureDirectory.check(url.deletingLastPathComponent())
+        } catch let error as AuthError {
+            throw CLIError(status: .failure, code: "insecure_profile", message: error.message)
         }
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw CLIError(
+                status: .failure, code: errno == ELOOP ? "insecure_profile" : "io",
+                message: errno == ELOOP
+                    ? "\(url.path) is a symbolic link; refusing to follow it" : "cannot read \(url.path)")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+            info.st_mode & 0o022 == 0, info.st_size <= 64 * 1024
+        else {
+            throw CLIError(
+                status: .failure, code: "insecure_profile",
+                message: "refusing \(url.path): not a small regular file of this user, or writable by others")
+        }
+        let data = handle.readDataToEndOfFile()
         if let settings = try? JSONDecoder().decode(Settings.self, from: data) { return settings }
         let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
         let moved = rename(url.path, aside) == 0

@@ -29,8 +29,15 @@ enum SessionCommands {
                         + "drop --store \(PrintableArgument.safe(explicit)), or log in again with it",
                     command: arguments.command)
             }
+            guard ["keyring", "file"].contains(settings.store) else {
+                throw CLIError(
+                    status: .failure, code: "profile_corrupt",
+                    message: "the profile file \(profile.settingsURL.path) names no known store; log in again")
+            }
             store = try profile.store(settings.store, forNewSession: false, command: arguments.command)
-            guard let base = URL(string: settings.baseURL) else {
+            guard let base = URL(string: settings.baseURL), let host = base.host, !host.isEmpty,
+                ["http", "https"].contains(base.scheme?.lowercased() ?? ""), (base.port ?? 443) <= 65535
+            else {
                 throw CLIError(
                     status: .failure, code: "profile_corrupt",
                     message: "the profile file \(profile.settingsURL.path) has a bad server URL; log in again")
@@ -79,7 +86,7 @@ enum SessionCommands {
         } catch let error as AuthError where error.code == .storeUnavailable {
             throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
         } catch let error as AuthError where error.code == .storeCorrupt {
-            FileHandle.standardError.write(Data("warning: \(error.message)\n".utf8))
+            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
         }
         let previous = (try? profile.settings()).flatMap { $0 }
         let password = try readPassword(command: arguments.command)
@@ -168,8 +175,13 @@ enum SessionCommands {
         let context = try Context(arguments)
         var headers = SesameHTTP.Headers()
         for header in arguments.values("--header") {
-            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
-                throw CLIError.usage("-H takes 'Name: value'", command: arguments.command)
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
+                header[..<colon].utf8.allSatisfy({ byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                })
+            else {
+                throw CLIError.usage("-H takes 'Name: value' with a token as the name", command: arguments.command)
             }
             headers.add(
                 String(header[..<colon]),
@@ -181,7 +193,9 @@ enum SessionCommands {
         let client = context.client
         let isURL = target.contains("://")
         if isURL {
-            guard let url = URL(string: target), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            guard let url = URL(string: target), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https", url.host != nil
+            else {
                 throw CLIError.usage("bad URL '\(PrintableArgument.safe(target))'", command: arguments.command)
             }
             guard client.mayReceiveCredentials(url) else {
@@ -223,7 +237,7 @@ enum SessionCommands {
             settings = try profile.settings()
         } catch let error as CLIError {
             // A corrupt profile is always cleared: it was moved aside; remove any credentials it may have left.
-            FileHandle.standardError.write(Data("warning: \(error.message)\n".utf8))
+            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
             for kind in ["file", "keyring"] {
                 if let store = try? profile.store(kind, forNewSession: false, command: arguments.command) {
                     try? await store.delete(profile: profile.name)

@@ -3,6 +3,10 @@ import SesameLoopback
 import SesameTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -201,6 +205,23 @@ import Testing
         let status = try sesame(["status"])
         #expect(status.stdout.contains("(expired — will refresh)") && status.stdout.contains("store:    file"))
         #expect(!status.stdout.contains("\u{1B}["), "no colour codes when not a terminal")
+    }
+
+    @Test("A profile file others can write, or a symlinked one, is refused before any credential goes anywhere")
+    func tamperedProfile() throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let server = try ServeProcess()
+        try signIn(server)
+        let profiles = home.appendingPathComponent("profiles")
+        chmod(profiles.path, 0o777)
+        let open = try sesame(["request", "/me"])
+        #expect(open.status == 1 && open.stderr.contains("insecure_profile"), "\(open.stderr)")
+        chmod(profiles.path, 0o700)
+        let file = profiles.appendingPathComponent("default.json")
+        chmod(file.path, 0o666)
+        #expect(try sesame(["token"]).stderr.contains("insecure_profile"))
+        chmod(file.path, 0o600)
+        #expect(try sesame(["request", "/me"]).status == 0)
     }
 
     @Test("serve's startup failures say what failed: a port in use, a database that cannot be opened")

@@ -77,6 +77,14 @@ import Testing
             }
         }
         #expect(try raw(port, "GET /jwks HTTP/1.1\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 400 "))
+        // Names that merely look like loopback addresses are names an attacker can point anywhere.
+        for host in ["127.a.evil.com", "127.0.0.evil", "127.1.1.1.evil.example"] {
+            let answer = try raw(port, "GET /jwks HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 421 Misdirected Request"), "\(host)")
+        }
+        let twice = try raw(
+            port, "GET /jwks HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+        #expect(!twice.hasPrefix("HTTP/1.1 200 "), "two Host headers are refused")
         for host in [
             "127.0.0.1:\(port)", "localhost", "LOCALHOST:\(port)", "[::1]:\(port)", "id.dev.example", "127.0.0.2",
         ] {
@@ -134,12 +142,16 @@ import Testing
         let running = try RunningServer()
         defer { running.server.stop() }
         // Someone registered the owner's address first, with a password of their choosing.
-        let squatted = try #require(try await running.register("owner@example.com").json?["user"]?["id"]?.stringValue)
+        let registration = try await running.register("owner@example.com").json
+        let squatted = try #require(registration?["user"]?["id"]?.stringValue)
+        let squatterRefresh = registration?["refreshToken"]?.stringValue
         let token = try await mint(
             running, ["sub": "000002.owner", "email": "owner@example.com", "email_verified": "true"])
         let answer = try await exchange(running, token)
         #expect(answer.status == 200 && answer.json?["user"]?["id"]?.stringValue == squatted)
         #expect(try await running.login("owner@example.com").status == 401, "the squatter's password no longer works")
+        #expect(squatterRefresh != nil)
+        #expect(try await running.refresh(squatterRefresh ?? "").status == 401, "nor the sessions it opened")
         let again = try await exchange(running, try await mint(running, ["sub": "000002.owner"]))
         #expect(again.json?["user"]?["id"]?.stringValue == squatted, "linked by sub from now on")
     }

@@ -9,7 +9,7 @@ import Testing
 /// The races inside `AuthSession` (finding 5 of the second pass), against the real dev server with its latency
 /// fault holding refreshes open.
 @Suite struct SessionRaceTests {
-    @Test("Sign-out racing a slow refresh, 200 times: nothing is ever stored after sign-out")
+    @Test("Sign-out racing a slow refresh, 200 times: nothing is ever stored after sign-out", .timeLimit(.minutes(2)))
     func signOutRacesRefresh() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }
@@ -35,7 +35,9 @@ import Testing
         }
     }
 
-    @Test("Sign-out then sign-in racing an old refresh: the new session never meets a reuse detection")
+    @Test(
+        "Sign-out then sign-in racing an old refresh: the new session never meets a reuse detection",
+        .timeLimit(.minutes(2)))
     func signInAfterSignOutRacesRefresh() async throws {
         let harness = try Harness()
         defer { harness.server.stop() }

@@ -155,10 +155,17 @@ import Testing
         let first = try RawClient(port: server.port)
         first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(first.readResponses(1).count == 1)
-        // The first connection is idle: it is closed to make room, and the second is served.
-        let second = try RawClient(port: server.port)
+        // The first connection is idle (once its thread has marked it so): it is closed to make room, and the
+        // second is served.
+        var second = try RawClient(port: server.port)
         second.send("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        started.wait()
+        var attempts = 0
+        while started.wait(timeout: .now() + 0.5) == .timedOut, attempts < 20 {
+            attempts += 1
+            second = try RawClient(port: server.port)
+            second.send("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        }
+        #expect(attempts < 20)
         #expect(first.readToEnd().isEmpty, "the idle connection was closed")
         // The only slot is busy now: a third client is answered at once, with a 503.
         let third = try RawClient(port: server.port)

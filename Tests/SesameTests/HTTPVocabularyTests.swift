@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameJOSE
 import SesameTesting
 import Testing
 
@@ -170,6 +171,15 @@ import Testing
             #expect(error.code == .noRefreshToken && error.serverResponse == nil)
         }
         #expect(transport.requests.count == 6)  // no request without a refresh token
+    }
+
+    @Test("An AuthResponse whose token or type holds control characters or spaces is not an AuthResponse")
+    func hostileTokenText() {
+        for (access, type) in [("x\u{1B}[2J", "Bearer"), ("a b", "Bearer"), ("ok", "Bearer\r\nX: y"), ("", "Bearer")] {
+            let json: JOSEValue = ["accessToken": .string(access), "tokenType": .string(type), "expiresIn": 60]
+            #expect(RESTAuthProvider.parseAuthResponse(json, receivedAt: Date()) == nil, "\(access.debugDescription)")
+        }
+        #expect(RESTAuthProvider.parseAuthResponse(["accessToken": "eyJ.a-b_c~d+e/f="], receivedAt: Date()) != nil)
     }
 
     @Test("A refresh answer without a refresh token keeps the old one (RFC 6749 §6); logout's 204 is not decoded")

@@ -104,6 +104,15 @@ package enum SecureDirectory {
     /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` when it cannot be created,
     ///   ``AuthError/Code/configuration`` when it is not a directory, belongs to another user, or is group- or
     ///   world-writable.
+    /// Checks an existing `directory` (no error when it does not exist).
+    ///
+    /// - Throws: as ``prepare(_:)``.
+    package static func check(_ directory: URL) throws {
+        var info = stat()
+        guard lstat(directory.path, &info) == 0 else { return }
+        try prepare(directory)
+    }
+
     package static func prepare(_ directory: URL) throws {
         let path = directory.path
         var info = stat()

@@ -167,17 +167,28 @@ public struct RESTAuthProvider: AuthProvider {
         return tokens
     }
 
+    /// Whether `text` is 1–8192 printable ASCII characters without spaces.
+    public static func isTokenText(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 8192 && text.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+    }
+
     /// Reads `{"accessToken","refreshToken","expiresIn","tokenType","user":{"id","email"}}`.
+    ///
+    /// Tokens must be printable ASCII without spaces (RFC 6750's b64token and every real token are) and the type an
+    /// HTTP token: anything else — control characters, a CRLF in `tokenType` — is not an AuthResponse.
     public static func parseAuthResponse(_ json: JOSEValue, receivedAt: Date) -> TokenSet? {
-        guard let access = json["accessToken"]?.stringValue, !access.isEmpty else { return nil }
+        guard let access = json["accessToken"]?.stringValue, isTokenText(access) else { return nil }
+        let refresh = json["refreshToken"]?.stringValue
+        let type = json["tokenType"]?.stringValue ?? "Bearer"
+        guard refresh.map(isTokenText) ?? true, isTokenText(type), type.utf8.count <= 32 else { return nil }
         let user = json["user"]?["id"]?.stringValue.map {
             TokenSet.User(
                 id: $0, email: json["user"]?["email"]?.stringValue, claims: json["user"]?.objectValue?.dictionary)
         }
         return TokenSet(
             accessToken: access,
-            tokenType: json["tokenType"]?.stringValue ?? "Bearer",
-            refreshToken: json["refreshToken"]?.stringValue,
+            tokenType: type,
+            refreshToken: refresh,
             expiresAt: TokenSet.expiry(
                 expiresIn: json["expiresIn"]?.doubleValue, accessToken: access, receivedAt: receivedAt),
             receivedAt: receivedAt,

@@ -20,7 +20,7 @@
     /// A store that cannot be read at launch (a locked Keychain while the app prewarms) leaves the status
     /// ``Status/unknown`` with ``lastTransientError`` set — never ``Status/signedOut(reason:)``; the status
     /// follows as soon as any call (or ``reload()``) reads the store.
-    @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)  // Observation's availability
+    @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
     @MainActor
     @Observable
     public final class AuthState {

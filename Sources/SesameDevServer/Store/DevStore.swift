@@ -140,9 +140,13 @@ final class DevStore: Sendable {
             }
             let claimed = emailVerified ? email : nil
             if let claimed,
-                let row = try database.query("SELECT id FROM users WHERE email = ?", [.text(claimed)]).first,
+                let row = try database.query(
+                    "SELECT id FROM users WHERE email = ? AND apple_subject IS NULL", [.text(claimed)]
+                ).first,
                 let id = row[0].text
             {
+                // Whoever registered the address first also loses every session they opened with the password.
+                try database.query("UPDATE refresh_families SET revoked = 1 WHERE user_id = ?", [.text(id)])
                 try database.query(
                     """
                     UPDATE users SET apple_subject = ?, password_hash = NULL, password_salt = NULL,
@@ -151,11 +155,17 @@ final class DevStore: Sendable {
                     """, [.text(subject), .text(id)])
                 return User(id: id, email: claimed)
             }
+            // An address already linked to another Apple subject is not claimed a second time.
+            let taken =
+                try claimed.map {
+                    try !database.query("SELECT 1 FROM users WHERE email = ?", [.text($0)]).isEmpty
+                } ?? false
+            let email = taken ? nil : claimed
             let id = UUID().uuidString.lowercased()
             try database.query(
                 "INSERT INTO users (id, email, apple_subject, created_at) VALUES (?, ?, ?, ?)",
-                [.text(id), claimed.map(SQLiteValue.text) ?? .null, .text(subject), .integer(now)])
-            return User(id: id, email: claimed)
+                [.text(id), email.map(SQLiteValue.text) ?? .null, .text(subject), .integer(now)])
+            return User(id: id, email: email)
         }
     }
 

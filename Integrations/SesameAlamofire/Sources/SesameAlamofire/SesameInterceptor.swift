@@ -68,6 +68,14 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
         }
     }
 
+    /// An Alamofire `Session` with this interceptor *and* its redirect handler — use it (or pass both yourself):
+    /// without the redirect handler URLSession would carry credentials along a redirect to another origin.
+    public func makeSession(configuration: URLSessionConfiguration = URLSessionConfiguration.af.default)
+        -> Alamofire.Session
+    {
+        Alamofire.Session(configuration: configuration, interceptor: self, redirectHandler: redirectHandler)
+    }
+
     /// A redirect handler that drops credentials on a redirect to an origin outside ``credentialOrigins``.
     public var redirectHandler: SesameRedirectHandler { SesameRedirectHandler(credentialOrigins: credentialOrigins) }
 
@@ -131,18 +139,21 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
         // refreshes the session.
         guard let urlRequest = request.request, let http = request.response, mayReceiveCredentials(http.url),
             mayReceiveCredentials(urlRequest.url), let authenticator = choose(urlRequest).authenticator,
-            let sent = SesameHTTP.Request(urlRequest), issued.claimRetry(for: request.id)
+            let sent = SesameHTTP.Request(urlRequest)
         else { return completion(.doNotRetry) }
+        // The one credential retry is claimed only for a credential verdict: a 5xx retried by another retrier
+        // (RetryPolicy) does not use it up.
         switch authenticator.classify(SesameHTTP.Response(http), for: sent) {
         case .done:
             completion(.doNotRetry)
         case .retry(let nonce):
+            guard issued.claimRetry(for: request.id) else { return completion(.doNotRetry) }
             issued.setNonce(nonce, for: request.id)
             completion(.retry)
         case .refreshAndRetry:
-            guard authenticator.usesSessionCredentials, let rejected = issued.accessToken(for: request.id) else {
-                return completion(.doNotRetry)
-            }
+            guard authenticator.usesSessionCredentials, let rejected = issued.accessToken(for: request.id),
+                issued.claimRetry(for: request.id)
+            else { return completion(.doNotRetry) }
             let authSession = self.session
             Task {
                 do {
@@ -171,11 +182,14 @@ extension SesameInterceptor {
     }
 }
 
-/// Drops `Authorization`, `DPoP`, `Cookie` and `Proxy-Authorization` from a redirect to an origin outside the
-/// credential origins (URLSession would otherwise carry them along).
+/// Keeps only a small allow-list of harmless headers on a redirect that leaves the credential origins (or started
+/// outside them): URLSession would otherwise carry `Authorization`, cookies and a custom signer's headers along.
 public struct SesameRedirectHandler: RedirectHandler {
     /// The origins credentials may go to.
     public let credentialOrigins: Set<SesameHTTP.Origin>
+    private static let crossOriginHeaders: Set<String> = [
+        "accept", "accept-encoding", "accept-language", "content-type", "user-agent", "cache-control",
+    ]
 
     /// Creates the handler.
     public init(credentialOrigins: Set<SesameHTTP.Origin>) { self.credentialOrigins = credentialOrigins }
@@ -185,9 +199,19 @@ public struct SesameRedirectHandler: RedirectHandler {
         _ task: URLSessionTask, willBeRedirectedTo request: URLRequest, for response: HTTPURLResponse,
         completion: @escaping (URLRequest?) -> Void
     ) {
-        guard let target = request.url.flatMap(SesameHTTP.Origin.init), credentialOrigins.contains(target) else {
+        // The redirecting response's URL, not the task's properties (corelibs holds the task's lock during this
+        // callback, so reading them here deadlocks on Linux).
+        let from = response.url.flatMap(SesameHTTP.Origin.init)
+        guard let target = request.url.flatMap(SesameHTTP.Origin.init), credentialOrigins.contains(target),
+            from.map(credentialOrigins.contains) ?? false
+        else {
+            // Only headers that carry no secret cross origins (a custom signer's headers may be credentials).
+            // Every header the request carries except the harmless ones (a signer's headers may be credentials).
             var stripped = request
-            for name in ["Authorization", "DPoP", "Cookie", "Proxy-Authorization"] {
+            let set =
+                Array((request.allHTTPHeaderFields ?? [:]).keys)
+                + ["Authorization", "DPoP", "Cookie", "Proxy-Authorization"]
+            for name in Set(set.map { $0.lowercased() }) where !Self.crossOriginHeaders.contains(name) {
                 stripped.setValue(nil, forHTTPHeaderField: name)
             }
             return completion(stripped)
@@ -207,27 +231,35 @@ final class IssuedCredentials: Sendable {
         var nonce: String?
     }
 
-    private let entries = Protected<[UUID: Entry]>([:])
-    private static let limit = 4096
+    private let entries = Protected<(map: [UUID: Entry], order: [UUID])>(([:], []))
+    /// The most requests remembered: the oldest are forgotten first, one at a time (never all at once).
+    private static let limit = 65_536
 
     func remember(_ accessToken: String, for id: UUID) {
-        entries.mutate { entries in
-            if entries.count >= Self.limit { entries.removeAll(keepingCapacity: true) }
-            entries[id, default: Entry()].accessToken = accessToken
+        entries.mutate { state in
+            if state.map[id] == nil {
+                state.order.append(id)
+                if state.order.count > Self.limit {
+                    let dropped = state.order.count - Self.limit
+                    for old in state.order.prefix(dropped) { state.map[old] = nil }
+                    state.order.removeFirst(dropped)
+                }
+            }
+            state.map[id, default: Entry()].accessToken = accessToken
         }
     }
 
-    func accessToken(for id: UUID) -> String? { entries.read { $0[id]?.accessToken } }
+    func accessToken(for id: UUID) -> String? { entries.read { $0.map[id]?.accessToken } }
 
-    func nonce(for id: UUID?) -> String? { id.flatMap { id in entries.read { $0[id]?.nonce } } }
+    func nonce(for id: UUID?) -> String? { id.flatMap { id in entries.read { $0.map[id]?.nonce } } }
 
-    func setNonce(_ nonce: String, for id: UUID) { entries.mutate { $0[id, default: Entry()].nonce = nonce } }
+    func setNonce(_ nonce: String, for id: UUID) { entries.mutate { $0.map[id]?.nonce = nonce } }
 
-    /// True the first time it is asked for `id`.
+    /// True the first time it is asked for `id` (and only for a request the adapter signed).
     func claimRetry(for id: UUID) -> Bool {
-        entries.mutate { entries in
-            guard entries[id]?.retried != true else { return false }
-            entries[id, default: Entry()].retried = true
+        entries.mutate { state in
+            guard let entry = state.map[id], !entry.retried else { return false }
+            state.map[id]?.retried = true
             return true
         }
     }

@@ -273,3 +273,70 @@ final class Recorded: @unchecked Sendable {
         #expect(String(decoding: me, as: UTF8.self).contains("snippet@example.com"))
     }
 }
+
+/// Regressions from the security review of the integration.
+@Suite struct InterceptorReviewTests {
+    @Test(
+        "A 503 retried by RetryPolicy does not use up the credential retry: the later 401 still refreshes",
+        arguments: [true, false])
+    func fiveHundredThenUnauthorized(sesameFirst: Bool) async throws {
+        let backend = try Backend()
+        defer { backend.server.stop() }
+        let first = try await backend.provider.register(email: "p\(sesameFirst)@example.com", password: "correct-horse")
+        try await backend.session.signIn(with: first)
+        let hits = Recorded()
+        let api = HTTPServer { request in
+            hits.append(request.headers["Authorization"] ?? "none")
+            if hits.values.count == 1 { return HTTPServerResponse(status: 503) }
+            if request.headers["Authorization"] == "Bearer \(first.accessToken)" {
+                return HTTPServerResponse(status: 401)
+            }
+            return .text(200, "ok")
+        }
+        let port = try api.start()
+        defer { api.stop() }
+        let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+        let interceptor = SesameInterceptor(session: backend.session, origins: [base])
+        let policy = RetryPolicy(retryLimit: 3, exponentialBackoffBase: 2, exponentialBackoffScale: 0.01)
+        let composed = Interceptor(
+            adapters: [interceptor], retriers: sesameFirst ? [interceptor, policy] : [policy, interceptor])
+        let alamofire = Alamofire.Session(interceptor: composed, redirectHandler: interceptor.redirectHandler)
+        let response = await alamofire.request(base.appendingPathComponent("me")).validate().serializingData().response
+        #expect(response.response?.statusCode == 200, "\(hits.values.count) hits")
+        let refreshes = try await backend.counter("refreshes")
+        #expect(refreshes == 1)
+    }
+
+    @Test("A custom signer's headers never follow a redirect to another origin")
+    func customHeaderOnRedirect() async throws {
+        let backend = try Backend()
+        defer { backend.server.stop() }
+        try await backend.session.signIn(
+            with: try await backend.provider.register(email: "custom@example.com", password: "correct-horse"))
+        let seen = Recorded()
+        let foreign = HTTPServer { request in
+            seen.append(
+                "sig=\(request.headers["X-Api-Signature"] ?? "none") auth=\(request.headers["Authorization"] ?? "none")"
+            )
+            return .text(200, "ok")
+        }
+        let foreignPort = try foreign.start()
+        defer { foreign.stop() }
+        let api = HTTPServer { _ in
+            HTTPServerResponse(status: 302, headers: ["Location": "http://127.0.0.1:\(foreignPort)/stolen"])
+        }
+        let apiPort = try api.start()
+        defer { api.stop() }
+        let base = try #require(URL(string: "http://127.0.0.1:\(apiPort)"))
+        let interceptor = SesameInterceptor(session: backend.session, origins: [base]) { _ in
+            .custom { request, tokens in
+                var signed = request
+                signed.headers["X-Api-Signature"] = "hmac-of-" + String(tokens?.accessToken.prefix(8) ?? "")
+                return signed
+            }
+        }
+        let alamofire = Alamofire.Session(interceptor: interceptor, redirectHandler: interceptor.redirectHandler)
+        _ = await alamofire.request(base.appendingPathComponent("away")).serializingData().response
+        #expect(seen.values == ["sig=none auth=none"])
+    }
+}
