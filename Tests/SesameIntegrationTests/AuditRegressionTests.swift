@@ -121,11 +121,11 @@ actor SwitchableFileStore: TokenStore {
 
     @Test("A foreign origin cannot redirect a request into the API to have it signed (307 keeps the body)")
     func noCredentialsAfterForeignHop() async throws {
-        let foreignBase = LockedURL()
+        let foreignBase = LockedBox<URL?>(nil)
         let api = try RecordingServer { request in
             request.path == "/leave"
                 ? HTTPServerResponse(
-                    status: 302, headers: ["Location": (foreignBase.url?.absoluteString ?? "") + "/out"])
+                    status: 302, headers: ["Location": (foreignBase.value?.absoluteString ?? "") + "/out"])
                 : .text(200, "\(request.method) \(request.path) auth=\(request.headers["Authorization"] ?? "none")")
         }
         defer { api.stop() }
@@ -135,7 +135,7 @@ actor SwitchableFileStore: TokenStore {
                 status: 307, headers: ["Location": apiBase + (request.path == "/out" ? "/me" : "/delete")])
         }
         defer { foreign.stop() }
-        foreignBase.url = foreign.base
+        foreignBase.value = foreign.base
         let session = AuthSession(provider: CountingProvider(user: "u"), store: InMemoryTokenStore())
         try await session.signIn(with: user("u", "0"))
         let client = AuthorizedClient(session: session, baseURL: api.base)
@@ -232,25 +232,5 @@ actor SwitchableFileStore: TokenStore {
         let tokens = try #require(RESTAuthProvider.parseAuthResponse(json, receivedAt: Date()))
         #expect(tokens.expiresAt == nil)
         _ = try JSONEncoder().encode(tokens)
-    }
-}
-
-/// A URL set after a server that refers to it was created.
-final class LockedURL: @unchecked Sendable {
-    // `stored` is only touched under `lock`.
-    private let lock = NSLock()
-    private var stored: URL?
-
-    var url: URL? {
-        get {
-            lock.lock()
-            defer { lock.unlock() }
-            return stored
-        }
-        set {
-            lock.lock()
-            stored = newValue
-            lock.unlock()
-        }
     }
 }

@@ -217,7 +217,7 @@ import Testing
         let tricklers = try (0..<8).map { _ in try RawClient(port: server.port) }
         for client in tricklers { client.send("GET /hello HTTP/1.1\r\nHo") }
         let done = DispatchSemaphore(value: 0)
-        let stop = Locked(false)
+        let stop = LockedBox(false)
         Thread {
             // A byte every 200 ms: far more often than the 5 s read timeout, never a complete request.
             while !stop.value {
@@ -274,27 +274,5 @@ import Testing
         }
         #expect(answer.hasSuffix("hello other"))
         #expect(sent.wait(timeout: .now() + 20) == .success)
-    }
-}
-
-/// A value behind a lock, for test threads.
-final class Locked<Value>: @unchecked Sendable {
-    // `stored` is only touched under `lock`.
-    private let lock = NSLock()
-    private var stored: Value
-
-    init(_ value: Value) { stored = value }
-
-    var value: Value {
-        get {
-            lock.lock()
-            defer { lock.unlock() }
-            return stored
-        }
-        set {
-            lock.lock()
-            stored = newValue
-            lock.unlock()
-        }
     }
 }

@@ -1,0 +1,23 @@
+import Foundation
+
+/// A value behind a lock, shared between a test and server or helper threads.
+package final class LockedBox<Value>: @unchecked Sendable {
+    // `stored` is only touched under `lock`.
+    private let lock = NSLock()
+    private var stored: Value
+
+    package init(_ value: Value) { stored = value }
+
+    package var value: Value {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
+    }
+}
