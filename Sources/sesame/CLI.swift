@@ -84,7 +84,7 @@ enum CLI {
 
     static func printError(code: String, message: String) {
         FileHandle.standardError.write(
-            Data("error: \(PrintableArgument.safe(code)): \(PrintableText.sanitized(message, limit: 2000))\n".utf8))
+            Data("error: \(printable(code)): \(PrintableText.sanitized(message, limit: 2000))\n".utf8))
     }
 
     private static func dispatch(_ arguments: [String]) async throws {
@@ -128,14 +128,14 @@ enum CLI {
             let names = group.map { $0.words[1] }
             var message = "'sesame \(first)' needs one of: \(names.joined(separator: ", "))"
             if words.count > 1 {
-                message = "unknown command 'sesame \(first) \(PrintableArgument.safe(words[1]))'; " + message
+                message = "unknown command 'sesame \(first) \(printable(words[1]))'; " + message
                 if let near = Suggestions.closest(to: words[1], among: names) {
                     message += " — did you mean 'sesame \(first) \(near)'?"
                 }
             }
             return CLIError.usage(message)
         }
-        var message = "unknown command '\(PrintableArgument.safe(first))'"
+        var message = "unknown command '\(printable(first))'"
         let names = Set(CommandTable.all.map { $0.words[0] } + ["help"]).sorted()
         if let near = Suggestions.closest(to: first, among: names) { message += "; did you mean '\(near)'?" }
         return CLIError.usage(message)

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameJOSE
 
 #if canImport(Glibc)
     import Glibc
@@ -33,7 +34,7 @@ struct Profile {
         let name = arguments.value("--profile") ?? "default"
         guard ProfileName.isValid(name) else {
             throw CLIError.usage(
-                "--profile '\(PrintableArgument.safe(name))' is not a profile name: use 1-64 of A-Z a-z 0-9 . _ -, "
+                "--profile '\(printable(name))' is not a profile name: use 1-64 of A-Z a-z 0-9 . _ -, "
                     + "not starting with '.'", command: arguments.command)
         }
         self.name = name
@@ -144,7 +145,7 @@ struct Profile {
             throw CLIError.usage("--store memory keeps nothing; use keyring or file", command: command)
         default:
             throw CLIError.usage(
-                "--store takes keyring or file, not '\(PrintableArgument.safe(kind))'", command: command)
+                "--store takes keyring or file, not '\(printable(kind))'", command: command)
         }
     }
 

@@ -26,7 +26,7 @@ enum SessionCommands {
             if let explicit = arguments.value("--store"), explicit != settings.store {
                 throw CLIError.usage(
                     "profile \(profile.name) keeps its credentials in the \(settings.store) store; "
-                        + "drop --store \(PrintableArgument.safe(explicit)), or log in again with it",
+                        + "drop --store \(printable(explicit)), or log in again with it",
                     command: arguments.command)
             }
             guard ["keyring", "file"].contains(settings.store) else {
@@ -72,7 +72,7 @@ enum SessionCommands {
             url.host?.isEmpty == false
         else {
             throw CLIError.usage(
-                "--rest takes an http(s) URL such as http://127.0.0.1:8080 (got '\(PrintableArgument.safe(base))')",
+                "--rest takes an http(s) URL such as http://127.0.0.1:8080 (got '\(printable(base))')",
                 command: arguments.command)
         }
         guard let email = arguments.value("--email") else {
@@ -196,7 +196,7 @@ enum SessionCommands {
             guard let url = URL(string: target), let scheme = url.scheme?.lowercased(),
                 scheme == "http" || scheme == "https", url.host != nil
             else {
-                throw CLIError.usage("bad URL '\(PrintableArgument.safe(target))'", command: arguments.command)
+                throw CLIError.usage("bad URL '\(printable(target))'", command: arguments.command)
             }
             guard client.mayReceiveCredentials(url) else {
                 throw CLIError.usage(

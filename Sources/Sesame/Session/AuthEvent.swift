@@ -65,7 +65,4 @@ final class EventBroadcaster: Sendable {
         }
         for continuation in continuations { continuation.finish() }
     }
-
-    /// How many subscriptions are live (for tests).
-    var count: Int { subscribers.withLock { $0.continuations.count } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SesameJOSE
 
 /// `sesame completion bash|zsh|fish`: completion scripts generated from the command table.
 enum Completion {
@@ -12,7 +13,7 @@ enum Completion {
         case "fish": print(fish(CommandTable.all))
         default:
             throw CLIError.usage(
-                "completion takes bash, zsh or fish, not '\(PrintableArgument.safe(shell))'", command: arguments.command
+                "completion takes bash, zsh or fish, not '\(printable(shell))'", command: arguments.command
             )
         }
     }

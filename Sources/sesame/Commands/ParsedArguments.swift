@@ -1,3 +1,5 @@
+import SesameJOSE
+
 /// The options, flags and positionals of one invocation, checked against its ``CommandSpec``.
 struct ParsedArguments: Sendable {
     let command: CommandSpec
@@ -37,7 +39,7 @@ struct ParsedArguments: Sendable {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             guard let option = command.option(named: name) else {
-                var message = "unknown option '\(PrintableArgument.safe(name))' for 'sesame \(command.name)'"
+                var message = "unknown option '\(printable(name))' for 'sesame \(command.name)'"
                 if let near = Suggestions.closest(to: name, among: command.options.map(\.name)) {
                     message += "; did you mean '\(near)'?"
                 }
@@ -92,7 +94,7 @@ struct ParsedArguments: Sendable {
     func noPositionals() throws {
         guard positionals.isEmpty else {
             throw CLIError.usage(
-                "'sesame \(command.name)' takes no arguments (got '\(PrintableArgument.safe(positionals[0]))')",
+                "'sesame \(command.name)' takes no arguments (got '\(printable(positionals[0]))')",
                 command: command)
         }
     }
@@ -130,13 +132,5 @@ enum Suggestions {
     }
 }
 
-/// Arguments echoed in messages: control characters replaced, length bounded.
-enum PrintableArgument {
-    static func safe(_ text: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.prefix(80).map {
-                    $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "\u{FFFD}" : $0
-                }))
-    }
-}
+/// An argument or server code echoed in a message: control characters replaced, at most 80 characters.
+func printable(_ text: String) -> String { PrintableText.sanitized(text, limit: 80) }
