@@ -12,14 +12,26 @@ import SesameLoopback
 /// against the in-process dev server; then the median latency `AuthorizedClient` adds over the raw transport to
 /// the same endpoint, measured in alternating rounds in the same run.
 enum SessionBenchmark {
-    static func run(requests: Int = 10_000, samples: Int = 2000) async throws {
+    /// An in-process dev server on an ephemeral loopback port (fast password hashing, 512 connections).
+    static func startServer(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws
+        -> (DevServer, URL)
+    {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000
         configuration.http.maxConnections = 512
+        try configure(&configuration)
         let server = try DevServer(configuration: configuration)
         try server.start()
+        guard let base = server.localURL else {
+            server.stop()
+            throw BenchmarkError("no server address")
+        }
+        return (server, base)
+    }
+
+    static func run(requests: Int = 10_000, samples: Int = 2000) async throws {
+        let (server, base) = try startServer()
         defer { server.stop() }
-        guard let base = server.localURL else { throw BenchmarkError("no server address") }
         print("# sesame-bench session: dev server on \(base.absoluteString)")
 
         let transport = SesameHTTP.platformTransport
@@ -82,13 +94,8 @@ enum SessionBenchmark {
     /// FoundationNetworking's `URLSession`, each in a fresh worker process (this executable, `wait-worker`), in
     /// the same run.
     static func waitingCost() async throws {
-        var configuration = DevServer.Configuration()
-        configuration.passwordIterations = 1000
-        configuration.faults = try FaultPlan(spec: "GET /me:latency=2s")
-        let server = try DevServer(configuration: configuration)
-        try server.start()
+        let (server, base) = try startServer { $0.faults = try FaultPlan(spec: "GET /me:latency=2s") }
         defer { server.stop() }
-        guard let base = server.localURL else { throw BenchmarkError("no server address") }
         func workerCPU(_ transport: String) throws -> Double {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -135,14 +142,8 @@ enum SessionBenchmark {
     /// have produced a token that some worker used (refreshes = distinct tokens − 1), and no refresh token may
     /// ever be reused.
     static func crossProcess(processes: Int = 8, seconds: Double = 6.5) async throws {
-        var configuration = DevServer.Configuration()
-        configuration.passwordIterations = 1000
-        configuration.accessTokenTTL = 2
-        configuration.http.maxConnections = 512
-        let server = try DevServer(configuration: configuration)
-        try server.start()
+        let (server, base) = try startServer { $0.accessTokenTTL = 2 }
         defer { server.stop() }
-        guard let base = server.localURL else { throw BenchmarkError("no server address") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sesame-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

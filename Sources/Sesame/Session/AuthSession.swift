@@ -225,7 +225,7 @@ public actor AuthSession {
         do {
             try await store.withExclusiveAccess(profile: profile) { try await store.save(tokens, profile: profile) }
         } catch {
-            throw Self.storeError(error, "cannot save the credentials")
+            throw Self.normalized(error, .storeUnavailable, "cannot save the credentials")
         }
         pendingDelete = nil
         pendingSave = nil
@@ -412,7 +412,7 @@ public actor AuthSession {
             if epoch == startedEpoch, case .refreshing = state { return try finish(with: tokens, epoch: startedEpoch) }
             return tokens
         } catch {
-            let failure = Self.refreshFailure(error)
+            let failure = Self.normalized(error, .transport, "the provider failed")
             guard epoch == startedEpoch else { throw failure }
             if case .refreshing(let tokens, _) = state {
                 state = .active(tokens)
@@ -434,7 +434,7 @@ public actor AuthSession {
             try await persist(memory, replacing: memory, epoch: startedEpoch)
             stored = memory
         } catch {
-            throw Self.storeError(error, "cannot read the credentials before refreshing")
+            throw Self.normalized(error, .storeUnavailable, "cannot read the credentials before refreshing")
         }
         guard epoch == startedEpoch else { throw Self.ended }
         var candidate = memory
@@ -607,7 +607,7 @@ public actor AuthSession {
             stored = try await store.load(profile: profile)
         } catch {
             broadcaster.yield(.storeUnavailable)
-            throw Self.storeError(error, "cannot read the credentials")
+            throw Self.normalized(error, .storeUnavailable, "cannot read the credentials")
         }
         guard epoch == startedEpoch, case .loading = state else { return }
         if let stored {
@@ -656,20 +656,15 @@ public actor AuthSession {
 
     // MARK: Errors
 
-    private static func storeError(_ error: any Error, _ message: String) -> any Error {
-        if error is CancellationError { return error }
-        if let error = error as? AuthError { return error }
-        return AuthError(.storeUnavailable, "\(message): \(type(of: error))")
-    }
-
-    private static func refreshFailure(_ error: any Error) -> any Error {
+    /// `error` as this module throws it: an ``AuthError`` or `CancellationError` as it is, anything else (a
+    /// custom store's or provider's own error) wrapped with `code`.
+    private static func normalized(_ error: any Error, _ code: AuthError.Code, _ message: String) -> any Error {
         if error is CancellationError || error is AuthError { return error }
-        return AuthError(.transport, "the provider failed: \(type(of: error))")
+        return AuthError(code, "\(message): \(type(of: error))")
     }
 
+    /// Why a revocation was not confirmed (a cancellation included: it is reported, not thrown).
     private static func revocationError(_ error: any Error) -> AuthError {
-        if let error = error as? AuthError { return error }
-        if error is CancellationError { return AuthError(.transport, "cancelled") }
-        return AuthError(.transport, "the provider failed: \(type(of: error))")
+        (normalized(error, .transport, "the provider failed") as? AuthError) ?? AuthError(.transport, "cancelled")
     }
 }
