@@ -10,6 +10,13 @@ struct Counters: Sendable {
     var reuseDetections = 0
     var appleExchanges = 0
     var logouts = 0
+    var codeExchanges = 0
+    var codeFailures = 0
+    var codeReuses = 0
+    var deviceGrants = 0
+    var reuseGraceRefreshes = 0
+    var revocations = 0
+    var endSessions = 0
 
     var jsonValue: JOSEValue {
         var requestCounts = JOSEObject()
@@ -19,6 +26,10 @@ struct Counters: Sendable {
             "logins": .integer(Int64(logins)), "refreshes": .integer(Int64(refreshes)),
             "refreshFailures": .integer(Int64(refreshFailures)), "reuseDetections": .integer(Int64(reuseDetections)),
             "appleExchanges": .integer(Int64(appleExchanges)), "logouts": .integer(Int64(logouts)),
+            "codeExchanges": .integer(Int64(codeExchanges)), "codeFailures": .integer(Int64(codeFailures)),
+            "codeReuses": .integer(Int64(codeReuses)), "deviceGrants": .integer(Int64(deviceGrants)),
+            "reuseGraceRefreshes": .integer(Int64(reuseGraceRefreshes)),
+            "revocations": .integer(Int64(revocations)), "endSessions": .integer(Int64(endSessions)),
         ]
     }
 }

@@ -118,13 +118,6 @@ extension DevServer {
         return .json(200, Self.userJSON(user).jsonData)
     }
 
-    func jwks() -> HTTPServerResponse {
-        guard let keys = try? store.publicKeys(purpose: "access") else {
-            return Self.error(500, "server_error", "keys unavailable")
-        }
-        return .json(200, JOSEValue.object(["keys": .array(keys.map { $0.jsonValue() })]).jsonData)
-    }
-
     /// The user a valid `Authorization: Bearer` access token names, or nil.
     func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
         guard let token = request.authorization(scheme: "Bearer"),

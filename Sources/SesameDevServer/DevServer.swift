@@ -65,6 +65,25 @@ public final class DevServer: Sendable {
         public var log: (@Sendable (String) -> Void)?
         /// Limits for the HTTP layer.
         public var http = HTTPServer.Configuration()
+        /// OpenID Connect clients besides the built-in public `sesame-cli` (``OIDCClient/sesameCLI``).
+        public var clients: [OIDCClient] = []
+        /// ID-token lifetime in seconds.
+        ///
+        /// Default 3600.
+        public var idTokenTTL: Int64 = 3600
+        /// Seconds during which a rotated OIDC refresh token may be presented again without revoking its grant
+        /// (a client that lost the response); 0, the default, revokes on the first reuse.
+        public var refreshReuseGrace: Int64 = 0
+        /// Rotate the signing key when it is this many seconds old (checked as tokens are issued); nil never.
+        ///
+        /// A retired key stays in `/jwks` until every token it signed has expired.
+        public var keyRotationInterval: Int64?
+        /// The RP test mode the provider starts in (``RPTestMode``); nil behaves correctly.
+        public var rpTest: RPTestMode?
+        /// Browser-session lifetime in seconds (the cookie that skips the sign-in form).
+        ///
+        /// Default 12 hours.
+        public var browserSessionTTL: Int64 = 12 * 3600
 
         /// The defaults.
         public init() {}
@@ -83,8 +102,17 @@ public final class DevServer: Sendable {
         var faults = FaultPlan()
         var accessVerifier: JWTVerifier?
         var accessKey: JWK?
+        var accessKeyCreatedAt: Int64 = 0
         var appleKey: JWK?
+        var rpTest: RPTestMode?
+        /// ID tokens issued since the RP test mode was set (the key-rotation modes act on the first).
+        var rpTestIDTokens = 0
     }
+
+    /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
+    let formSecret = JOSECrypto.randomBytes(32)
+    /// Serialises key rotations.
+    let rotationLock = NSLock()
 
     /// Opens the database and prepares keys and seeded users; ``start()`` begins serving.
     ///
@@ -96,10 +124,13 @@ public final class DevServer: Sendable {
         let now = Int64(configuration.clock().timeIntervalSince1970.rounded(.down))
         let key = try store.signingKey(purpose: "access", algorithm: configuration.signingAlgorithm, now: now)
         let keys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
+        let created = try store.activeKeyCreation(purpose: "access") ?? now
         state.withLock {
             $0.accessKey = key
+            $0.accessKeyCreatedAt = created
             $0.faults = configuration.faults
             $0.accessVerifier = JWTVerifier(keys: keys)
+            $0.rpTest = configuration.rpTest
         }
         for user in configuration.users {
             let email = Self.normalize(email: user.email)
@@ -138,14 +169,8 @@ public final class DevServer: Sendable {
         let port = try server.start()
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         let issuer = configuration.issuer?.absoluteString ?? "http://\(host):\(port)"
-        let accessKeys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
-        state.withLock { state in
-            state.issuer = issuer
-            var policy = ClaimValidationPolicy(issuer: issuer, audience: issuer, requiredClaims: ["exp", "sub", "iat"])
-            policy.acceptedTypes = ["at+jwt"]
-            policy.leeway = 0
-            state.accessVerifier = JWTVerifier(keys: accessKeys, policy: policy)
-        }
+        state.withLock { $0.issuer = issuer }
+        try reloadVerifier()
         http.withLock { $0 = server }
         guard let url = URL(string: issuer) else { throw DevServerError("invalid issuer \(issuer)") }
         return url
@@ -239,6 +264,24 @@ public final class DevServer: Sendable {
         router.add("GET", "/me") { [self] in me($0) }
         router.add("POST", "/auth/apple") { [self] in appleExchange($0) }
         router.add("GET", "/jwks") { [self] _ in jwks() }
+        router.add("GET", "/.well-known/openid-configuration") { [self] _ in discovery() }
+        router.add("GET", "/.well-known/oauth-authorization-server") { [self] _ in discovery() }
+        router.add("GET", "/authorize") { [self] in authorize($0) }
+        router.add("POST", "/authorize") { [self] in authorize($0) }
+        router.add("POST", "/par") { [self] in pushAuthorizationRequest($0) }
+        router.add("POST", "/token") { [self] in token($0) }
+        router.add("GET", "/userinfo") { [self] in userInfo($0) }
+        router.add("POST", "/userinfo") { [self] in userInfo($0) }
+        router.add("POST", "/revoke") { [self] in revoke($0) }
+        router.add("GET", "/end-session") { [self] in endSession($0) }
+        router.add("POST", "/end-session") { [self] in endSession($0) }
+        router.add("POST", "/device_authorization") { [self] in deviceAuthorization($0) }
+        router.add("GET", "/device") { [self] in devicePage($0) }
+        router.add("POST", "/device") { [self] in deviceSubmission($0) }
+        router.add("GET", "/_dev/rp-tests") { [self] _ in listRPTests() }
+        router.add("POST", "/_dev/rp-test") { [self] in setRPTest($0) }
+        router.add("POST", "/_dev/rotate-keys") { [self] _ in rotateKeysNow() }
+        router.add("POST", "/_dev/token") { [self] in mintToken($0) }
         router.add("GET", "/_dev/counters") { [self] _ in .json(200, state.withLock { $0.counters.jsonValue }.jsonData)
         }
         router.add("POST", "/_dev/counters/reset") { [self] _ in

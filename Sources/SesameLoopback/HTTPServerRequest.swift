@@ -61,13 +61,16 @@ public enum HTTPFormEncoding {
     /// Decodes `a=1&b=x+y`; a repeated name keeps its first value.
     public static func decode(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = unescape(parts[0])
-            let value = parts.count > 1 ? unescape(parts[1]) : ""
-            if result[name] == nil { result[name] = value }
-        }
+        for (name, value) in decodePairs(text) where result[name] == nil { result[name] = value }
         return result
+    }
+
+    /// Decodes `a=1&b=x+y` into its pairs, in order, repeated names included (OAuth refuses those).
+    public static func decodePairs(_ text: String) -> [(name: String, value: String)] {
+        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
+        }
     }
 
     /// Encodes pairs in the given order.

@@ -13,8 +13,15 @@ import SesameJOSE
 enum ServeCommand {
     static let discussion = """
         A development identity server on this machine: the REST contract (POST /register, /login,
-        /refresh-token, /logout, /auth/apple; GET /me, /jwks). NOT a production identity provider.
+        /refresh-token, /logout, /auth/apple; GET /me) and a strict OpenID Connect provider (discovery,
+        /authorize with a sign-in page, /token with PKCE S256 only, /userinfo, /revoke, /end-session,
+        /device_authorization + /device, /par, /jwks). NOT a production identity provider.
         It prints its issuer URL on stdout when ready; Ctrl-C stops it cleanly.
+
+        OPENID CONNECT: the public client sesame-cli accepts any loopback redirect URI (http://127.0.0.1:PORT/...,
+        http://[::1]:PORT/...) and the device grant; --client adds clients with registered redirect URIs (which are
+        also their post-logout URIs; a loopback one matches on any port). A refresh token is issued only with the
+        offline_access scope, rotated on every use; a reused one revokes its grant.
 
         Every request's Host must name the issuer's host or a loopback name (else 421), so DNS rebinding reaches
         nothing; POSTs to the development endpoints take application/json only (else 415).
@@ -26,6 +33,12 @@ enum ServeCommand {
           POST /_dev/apple/identity-token    {"sub","email","nonce"[,"email_verified","aud","iss","expiresIn"]} -> a
                                              stand-in Apple identity token (nonce = SHA-256 hex of the raw one)
           GET  /_dev/apple/jwks              the stand-in Apple issuer's keys
+          POST /_dev/token                   {"sub"[,"claims","aud","expiresIn","clientId","scope"]} -> an access
+                                             token and an ID token signed by the issuer's key
+          POST /_dev/rotate-keys             a new signing key now (the old one stays in /jwks until its tokens expire)
+          GET  /_dev/rp-tests                the RP test modes, with what a conforming client must do
+          POST /_dev/rp-test                 {"test": NAME|null} (as --rp-test)
+          The sign-in page also shows a "sign in as…" panel listing users, with extra ID-token claims.
 
         FAULT SPEC:
           SPEC   := RULE (';' RULE)*
@@ -60,6 +73,14 @@ enum ServeCommand {
             "--password-iterations", value: "N",
             "PBKDF2-HMAC-SHA256 iterations for new passwords (1000 or more; OWASP 2023: 600000)", default: "600000"
         ),
+        OptionSpec("--client", value: "ID:URI[,URI...]", "register an OIDC client and its redirect URIs", repeatable: true),
+        OptionSpec("--id-token-ttl", value: "S", "ID-token lifetime in seconds", default: "3600"),
+        OptionSpec(
+            "--refresh-reuse-grace", value: "S",
+            "seconds a rotated refresh token may come back without revoking its grant", default: "0"),
+        OptionSpec("--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old"),
+        OptionSpec(
+            "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),
         OptionSpec(
             "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo"),
         OptionSpec(
@@ -131,6 +152,26 @@ enum ServeCommand {
             configuration.faultSeed = value
         }
         configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")
+        do {
+            configuration.clients = try arguments.values("--client").map(OIDCClient.init(specification:))
+        } catch {
+            throw CLIError.usage("\(error)", command: arguments.command)
+        }
+        configuration.idTokenTTL = Int64(try integer(arguments, "--id-token-ttl", default: 3600, range: 1...86400 * 365))
+        configuration.refreshReuseGrace = Int64(
+            try integer(arguments, "--refresh-reuse-grace", default: 0, range: 0...3600))
+        if arguments.value("--rotate-keys-every") != nil {
+            configuration.keyRotationInterval = Int64(
+                try integer(arguments, "--rotate-keys-every", default: 0, range: 1...86400 * 365))
+        }
+        if let name = arguments.value("--rp-test") {
+            guard let mode = RPTestMode(rawValue: name) else {
+                throw CLIError.usage(
+                    "--rp-test: unknown test \(name); one of: "
+                        + RPTestMode.allCases.map(\.rawValue).joined(separator: ", "), command: arguments.command)
+            }
+            configuration.rpTest = mode
+        }
         if let bundle = arguments.value("--apple-bundle-id") { configuration.appleBundleID = bundle }
         if let source = arguments.value("--apple-jwks") {
             configuration.appleKeys = try await KeySource.load(source, allowSymmetric: false)

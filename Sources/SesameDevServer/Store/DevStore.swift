@@ -5,7 +5,7 @@ import SesameJOSE
 ///
 /// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
 final class DevStore: Sendable {
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
 
     let database: SQLiteDatabase
 
@@ -34,13 +34,15 @@ final class DevStore: Sendable {
 
     private func migrate() throws {
         let version = try database.query("PRAGMA user_version").first?.first?.integer ?? 0
-        guard version < Self.schemaVersion else {
-            guard version == Self.schemaVersion else {
-                throw DevServerError(
-                    "the database schema is version \(version), newer than this server (\(Self.schemaVersion))")
-            }
-            return
+        guard version <= Self.schemaVersion else {
+            throw DevServerError(
+                "the database schema is version \(version), newer than this server (\(Self.schemaVersion))")
         }
+        if version < 1 { try migrateToVersion1() }
+        if version < 2 { try migrateToVersion2() }
+    }
+
+    private func migrateToVersion1() throws {
         try database.transaction {
             try database.execute(
                 """
@@ -75,6 +77,58 @@ final class DevStore: Sendable {
                     active INTEGER NOT NULL
                 );
                 PRAGMA user_version = 1;
+                """)
+        }
+    }
+
+    /// Schema 2: the OpenID Connect provider's grants, codes, pushed requests, device codes and browser sessions,
+    /// and key retirement times (a retired key stays published until the tokens it signed have expired).
+    private func migrateToVersion2() throws {
+        try database.transaction {
+            try database.execute(
+                """
+                ALTER TABLE refresh_families ADD COLUMN client_id TEXT;
+                ALTER TABLE refresh_families ADD COLUMN scope TEXT;
+                ALTER TABLE refresh_families ADD COLUMN auth_time INTEGER;
+                ALTER TABLE refresh_families ADD COLUMN claims TEXT;
+                ALTER TABLE refresh_tokens ADD COLUMN used_at INTEGER;
+                ALTER TABLE signing_keys ADD COLUMN retired_at INTEGER;
+                CREATE TABLE oidc_codes (
+                    hash BLOB PRIMARY KEY,
+                    request TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    auth_time INTEGER NOT NULL,
+                    claims TEXT,
+                    expires_at INTEGER NOT NULL,
+                    used INTEGER NOT NULL DEFAULT 0,
+                    family_id TEXT
+                );
+                CREATE TABLE oidc_pushed (
+                    hash BLOB PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    request TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE oidc_devices (
+                    hash BLOB PRIMARY KEY,
+                    user_code TEXT NOT NULL UNIQUE,
+                    client_id TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    interval INTEGER NOT NULL,
+                    last_poll INTEGER,
+                    status TEXT NOT NULL,
+                    user_id TEXT,
+                    auth_time INTEGER
+                );
+                CREATE TABLE oidc_sessions (
+                    hash BLOB PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    auth_time INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                );
+                PRAGMA user_version = 2;
                 """)
         }
     }
@@ -208,7 +262,8 @@ final class DevStore: Sendable {
             let rows = try database.query(
                 """
                 SELECT t.family_id, t.expires_at, t.used, f.revoked, f.user_id
-                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?
+                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
+                WHERE t.hash = ? AND f.client_id IS NULL
                 """, [.blob(Self.hash(token))])
             guard let row = rows.first, let family = row[0].text, let expiresAt = row[1].integer,
                 let used = row[2].integer, let revoked = row[3].integer, let userID = row[4].text
@@ -251,22 +306,55 @@ final class DevStore: Sendable {
             if let json = rows.first?.first?.text {
                 return try JWK(json: json, allowSymmetric: false)
             }
-            let key = try JWK.generate(for: algorithm)
-            try database.query("UPDATE signing_keys SET active = 0 WHERE purpose = ?", [.text(purpose)])
-            try database.query(
-                "INSERT INTO signing_keys (kid, purpose, alg, jwk, created_at, active) VALUES (?, ?, ?, ?, ?, 1)",
-                [
-                    .text(key.keyID ?? key.thumbprint), .text(purpose), .text(algorithm.name),
-                    .text(key.jsonValue(includingPrivate: true).jsonString), .integer(now),
-                ])
-            return key
+            return try insertKey(purpose: purpose, algorithm: algorithm, now: now)
         }
     }
 
-    /// Every key ever used for `purpose` (public halves), so tokens signed before a rotation still verify.
-    func publicKeys(purpose: String) throws -> [JWK] {
-        try database.query("SELECT jwk FROM signing_keys WHERE purpose = ? ORDER BY created_at", [.text(purpose)])
-            .compactMap { $0.first?.text }
-            .map { try JWK(json: $0).publicKey() }
+    /// Retires the active key for `purpose` and makes a new one of `algorithm` active.
+    ///
+    /// The retired key stays published
+    /// (see ``publicKeys(purpose:now:retention:)``) so that tokens it signed still verify.
+    func rotateSigningKey(purpose: String, algorithm: JWSAlgorithm, now: Int64) throws -> JWK {
+        try database.transaction { try insertKey(purpose: purpose, algorithm: algorithm, now: now) }
+    }
+
+    /// When the active key for `purpose` was made, or nil when there is none.
+    func activeKeyCreation(purpose: String) throws -> Int64? {
+        try database.query(
+            "SELECT created_at FROM signing_keys WHERE purpose = ? AND active = 1", [.text(purpose)]
+        ).first?.first?.integer
+    }
+
+    private func insertKey(purpose: String, algorithm: JWSAlgorithm, now: Int64) throws -> JWK {
+        let key = try JWK.generate(for: algorithm)
+        try database.query(
+            "UPDATE signing_keys SET active = 0, retired_at = ? WHERE purpose = ? AND active = 1",
+            [.integer(now), .text(purpose)])
+        try database.query(
+            "INSERT INTO signing_keys (kid, purpose, alg, jwk, created_at, active) VALUES (?, ?, ?, ?, ?, 1)",
+            [
+                .text(key.keyID ?? key.thumbprint), .text(purpose), .text(algorithm.name),
+                .text(key.jsonValue(includingPrivate: true).jsonString), .integer(now),
+            ])
+        return key
+    }
+
+    /// The public halves of the keys for `purpose` that verify tokens still alive: the active key, and every key
+    /// retired less than `retention` seconds ago (all retired keys when `retention` is nil). Newest first.
+    func publicKeys(purpose: String, now: Int64 = 0, retention: Int64? = nil) throws -> [JWK] {
+        let rows: [[SQLiteValue]]
+        if let retention {
+            rows = try database.query(
+                """
+                SELECT jwk FROM signing_keys
+                WHERE purpose = ? AND (active = 1 OR retired_at IS NULL OR retired_at + ? > ?)
+                ORDER BY active DESC, created_at DESC
+                """, [.text(purpose), .integer(retention), .integer(now)])
+        } else {
+            rows = try database.query(
+                "SELECT jwk FROM signing_keys WHERE purpose = ? ORDER BY active DESC, created_at DESC",
+                [.text(purpose)])
+        }
+        return try rows.compactMap { $0.first?.text }.map { try JWK(json: $0).publicKey() }
     }
 }

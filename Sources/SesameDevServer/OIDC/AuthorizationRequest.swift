@@ -1,0 +1,206 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// OAuth parameters of one request: every name at most once (RFC 6749 §3.1), values without NUL.
+struct OAuthParameters: Sendable {
+    let values: [String: String]
+
+    /// Parses form- or query-encoded text; nil names the parameter that was repeated or malformed.
+    static func parse(_ text: String) -> Result<OAuthParameters, OAuthFailure> {
+        var values: [String: String] = [:]
+        for (name, value) in HTTPFormEncoding.decodePairs(text) {
+            guard values[name] == nil else {
+                return .failure(OAuthFailure("invalid_request", "the parameter \(name) is repeated"))
+            }
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" }),
+                value.utf8.count <= 8192
+            else { return .failure(OAuthFailure("invalid_request", "the parameter \(name) is malformed")) }
+            values[name] = value
+        }
+        return .success(OAuthParameters(values: values))
+    }
+
+    /// The parameters of a form POST (`application/x-www-form-urlencoded` only) or of the query.
+    static func of(_ request: HTTPServerRequest, fromBody: Bool) -> Result<OAuthParameters, OAuthFailure> {
+        guard fromBody else { return parse(request.query ?? "") }
+        guard let type = request.headers["Content-Type"],
+            type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+                == "application/x-www-form-urlencoded"
+        else {
+            return .failure(
+                OAuthFailure("invalid_request", "the body must be application/x-www-form-urlencoded", status: 415))
+        }
+        return parse(String(decoding: request.body, as: UTF8.self))
+    }
+
+    subscript(name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+}
+
+/// An OAuth error answer: the `error` code, a description, and the HTTP status when it is not redirected.
+struct OAuthFailure: Error, Sendable {
+    let code: String
+    let description: String
+    let status: Int
+
+    init(_ code: String, _ description: String, status: Int = 400) {
+        self.code = code
+        self.description = description
+        self.status = status
+    }
+}
+
+/// Why an authorization request was refused, and where the error may be sent (nil: show it, never redirect).
+struct AuthorizationRejection: Error, Sendable {
+    let failure: OAuthFailure
+    let redirectURI: String?
+    let state: String?
+
+    init(_ failure: OAuthFailure, redirectURI: String? = nil, state: String? = nil) {
+        self.failure = failure
+        self.redirectURI = redirectURI
+        self.state = state
+    }
+}
+
+/// A validated authorization request (`/authorize`, `/par`), as stored with a code or a pushed request.
+struct AuthorizationRequest: Sendable, Equatable {
+    var clientID: String
+    var redirectURI: String
+    var scope: [String]
+    var state: String?
+    var nonce: String?
+    var codeChallenge: String
+    var prompt: Set<String>
+    var maxAge: Int64?
+    var loginHint: String?
+    /// The DPoP key thumbprint the code is bound to (`dpop_jkt`, RFC 9449 §10).
+    var dpopJKT: String?
+
+    var wantsOpenID: Bool { scope.contains("openid") }
+    var scopeString: String { scope.joined(separator: " ") }
+
+    /// The request as hidden form fields and as stored JSON.
+    var pairs: [(String, String)] {
+        var pairs: [(String, String)] = [
+            ("client_id", clientID), ("redirect_uri", redirectURI), ("response_type", "code"),
+            ("scope", scopeString), ("code_challenge", codeChallenge), ("code_challenge_method", "S256"),
+        ]
+        if let state { pairs.append(("state", state)) }
+        if let nonce { pairs.append(("nonce", nonce)) }
+        if !prompt.isEmpty { pairs.append(("prompt", prompt.sorted().joined(separator: " "))) }
+        if let maxAge { pairs.append(("max_age", String(maxAge))) }
+        if let loginHint { pairs.append(("login_hint", loginHint)) }
+        if let dpopJKT { pairs.append(("dpop_jkt", dpopJKT)) }
+        return pairs
+    }
+
+    var encoded: String { HTTPFormEncoding.encode(pairs) }
+
+    /// Scopes this provider knows; others are refused (`invalid_scope`).
+    static let supportedScopes: Set<String> = ["openid", "profile", "email", "offline_access"]
+
+    /// Validates the client and redirect URI first (errors that must not be redirected, OAuth 2.0 §4.1.2.1), then
+    /// everything else (errors that are redirected with `state` and `iss`).
+    ///
+    /// - Returns: the request, or the failure and whether it may be sent to the redirect URI.
+    static func validate(_ parameters: OAuthParameters, clients: [String: OIDCClient])
+        -> Result<AuthorizationRequest, AuthorizationRejection>
+    {
+        guard let clientID = parameters["client_id"] else {
+            return .failure(AuthorizationRejection(OAuthFailure("invalid_request", "client_id is required")))
+        }
+        guard let client = clients[clientID] else {
+            return .failure(AuthorizationRejection(OAuthFailure("invalid_client", "the client \(clientID) is not registered")))
+        }
+        guard let redirectURI = parameters["redirect_uri"] else {
+            return .failure(AuthorizationRejection(OAuthFailure("invalid_request", "redirect_uri is required")))
+        }
+        guard client.accepts(redirectURI: redirectURI) else {
+            return .failure(
+                AuthorizationRejection(OAuthFailure("invalid_request", "the redirect_uri is not registered for \(clientID)")))
+        }
+        let state = parameters["state"]
+        func fail(_ code: String, _ description: String)
+            -> Result<AuthorizationRequest, AuthorizationRejection>
+        {
+            .failure(AuthorizationRejection(OAuthFailure(code, description), redirectURI: redirectURI, state: state))
+        }
+        guard parameters["request"] == nil else {
+            return fail("request_not_supported", "request objects are not supported; use PAR")
+        }
+        guard let responseType = parameters["response_type"] else {
+            return fail("invalid_request", "response_type is required")
+        }
+        guard responseType == "code" else {
+            return fail("unsupported_response_type", "only response_type=code is supported")
+        }
+        if let mode = parameters["response_mode"], mode != "query" {
+            return fail("invalid_request", "only response_mode=query is supported")
+        }
+        guard let challenge = parameters["code_challenge"] else {
+            return fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+        }
+        guard parameters["code_challenge_method"] == "S256" else {
+            return fail("invalid_request", "code_challenge_method must be S256 (plain is not supported)")
+        }
+        guard challenge.utf8.count == 43, challenge.utf8.allSatisfy(Self.isBase64URL) else {
+            return fail("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
+        }
+        let scope = (parameters["scope"] ?? "").split(separator: " ").map(String.init)
+        guard !scope.isEmpty else { return fail("invalid_scope", "scope is required") }
+        if let unknown = scope.first(where: { !supportedScopes.contains($0) }) {
+            return fail("invalid_scope", "the scope \(unknown) is not supported")
+        }
+        let prompt = Set((parameters["prompt"] ?? "").split(separator: " ").map(String.init))
+        if let unknown = prompt.first(where: { !["none", "login", "consent", "select_account"].contains($0) }) {
+            return fail("invalid_request", "prompt=\(unknown) is not supported")
+        }
+        if prompt.contains("none"), prompt.count > 1 {
+            return fail("invalid_request", "prompt=none cannot be combined with other values")
+        }
+        var maxAge: Int64?
+        if let text = parameters["max_age"] {
+            guard let value = Int64(text), value >= 0, value <= 10 * 365 * 86400 else {
+                return fail("invalid_request", "max_age must be a non-negative number of seconds")
+            }
+            maxAge = value
+        }
+        if let jkt = parameters["dpop_jkt"], jkt.utf8.count != 43 || !jkt.utf8.allSatisfy(Self.isBase64URL) {
+            return fail("invalid_request", "dpop_jkt must be a base64url SHA-256 JWK thumbprint")
+        }
+        return .success(
+            AuthorizationRequest(
+                clientID: clientID, redirectURI: redirectURI, scope: scope, state: state, nonce: parameters["nonce"],
+                codeChallenge: challenge, prompt: prompt, maxAge: maxAge, loginHint: parameters["login_hint"],
+                dpopJKT: parameters["dpop_jkt"]))
+    }
+
+    /// Re-reads a request this server validated and stored (with a code or as a pushed request).
+    static func stored(_ text: String) -> AuthorizationRequest? {
+        guard case .success(let parameters) = OAuthParameters.parse(text), let clientID = parameters["client_id"],
+            let redirectURI = parameters["redirect_uri"],
+            case .success(let request) = validate(
+                parameters, clients: [clientID: OIDCClient(id: clientID, redirectURIs: [redirectURI])])
+        else { return nil }
+        return request
+    }
+
+    static func isBase64URL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default: false
+        }
+    }
+
+    /// `uri` with `pairs` added to its query (RFC 6749 §4.1.2: keep the registered query).
+    static func redirect(_ uri: String, adding pairs: [(String, String)]) -> String {
+        let separator = uri.contains("?") ? (uri.hasSuffix("?") || uri.hasSuffix("&") ? "" : "&") : "?"
+        return uri + separator + HTTPFormEncoding.encode(pairs)
+    }
+}

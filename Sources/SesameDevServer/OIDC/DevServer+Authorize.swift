@@ -1,0 +1,263 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// `/authorize` (with its sign-in form), `/par` and the browser session (OIDC Core §3.1.2, RFC 9126, RFC 9207).
+extension DevServer {
+    static let sessionCookie = "sesame_session"
+    static let csrfCookie = "sesame_csrf"
+    /// Fields of the sign-in form that are not part of the authorization request.
+    static let formFields: Set<String> = ["email", "password", "csrf", "sign_in_as", "claims", "action"]
+    /// Authorization codes live one minute (RFC 6749 §4.1.2 recommends at most ten).
+    static let codeTTL: Int64 = 60
+
+    // MARK: Cookies and CSRF
+
+    func cookie(_ name: String, in request: HTTPServerRequest) -> String? {
+        for header in request.headers.values("Cookie") {
+            for part in header.split(separator: ";") {
+                let pair = part.trimmingCharacters(in: .whitespaces)
+                if pair.hasPrefix(name + "=") { return String(pair.dropFirst(name.count + 1)) }
+            }
+        }
+        return nil
+    }
+
+    func setCookie(_ name: String, _ value: String, maxAge: Int64?) -> String {
+        let secure = (issuer?.scheme == "https") ? "; Secure" : ""
+        let age = maxAge.map { "; Max-Age=\($0)" } ?? ""
+        return "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax\(age)\(secure)"
+    }
+
+    /// The CSRF token of a form: an HMAC over the browser's CSRF cookie and what the form carries, so it is good
+    /// only for this browser and this request.
+    func csrfToken(cookie: String, purpose: String) -> String {
+        Base64URL.encode(JOSECrypto.hmac(Array("\(purpose)\n\(cookie)".utf8), key: formSecret, algorithm: .hs256))
+    }
+
+    func checkCSRF(_ request: HTTPServerRequest, token: String?, purpose: String) -> Bool {
+        guard let cookie = cookie(Self.csrfCookie, in: request), let token else { return false }
+        return ConstantTime.equals(Array(csrfToken(cookie: cookie, purpose: purpose).utf8), Array(token.utf8))
+    }
+
+    /// The browser's CSRF cookie, and the header that sets it when the browser has none yet.
+    func csrfCookie(for request: HTTPServerRequest) -> (value: String, setCookie: String?) {
+        if let existing = cookie(Self.csrfCookie, in: request), existing.utf8.count == 43,
+            existing.utf8.allSatisfy(AuthorizationRequest.isBase64URL)
+        {
+            return (existing, nil)
+        }
+        let fresh = DevStore.newSecret()
+        return (fresh, setCookie(Self.csrfCookie, fresh, maxAge: nil))
+    }
+
+    func browserSession(_ request: HTTPServerRequest) -> (user: DevStore.User, authTime: Int64)? {
+        guard let token = cookie(Self.sessionCookie, in: request) else { return nil }
+        return try? store.session(token, now: now)
+    }
+
+    // MARK: /authorize
+
+    /// `GET /authorize` (and a `POST` of the same parameters, OIDC Core §3.1.2.1; a `POST` with a CSRF token is
+    /// the sign-in form).
+    func authorize(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
+        guard case .success(var parameters) = parsed else {
+            if case .failure(let failure) = parsed { return SignInPage.error(failure) }
+            return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"))
+        }
+        if request.method == "POST", parameters.values["csrf"] != nil { return signInSubmission(request, parameters) }
+        if let requestURI = parameters["request_uri"] {
+            guard let clientID = parameters["client_id"] else {
+                return SignInPage.error(OAuthFailure("invalid_request", "client_id is required with request_uri"))
+            }
+            guard let stored = try? store.takePushed(requestURI, clientID: clientID, now: now),
+                case .success(let pushed) = OAuthParameters.parse(stored)
+            else {
+                return SignInPage.error(
+                    OAuthFailure("invalid_request_uri", "the request_uri is unknown, expired or already used"))
+            }
+            parameters = pushed
+        }
+        let authorization: AuthorizationRequest
+        switch AuthorizationRequest.validate(parameters, clients: clients) {
+        case .success(let valid): authorization = valid
+        case .failure(let rejection): return reject(rejection)
+        }
+        let session = browserSession(request)
+        let fresh = session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
+        if authorization.prompt.contains("none") {
+            guard let session, fresh else {
+                return redirect(authorization, error: OAuthFailure("login_required", "no signed-in browser session"))
+            }
+            return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
+        }
+        if let session, fresh, authorization.prompt.isDisjoint(with: ["login", "select_account"]) {
+            return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
+        }
+        return signInForm(request, authorization, email: authorization.loginHint, error: nil)
+    }
+
+    func signInForm(_ request: HTTPServerRequest, _ authorization: AuthorizationRequest, email: String?, error: String?)
+        -> HTTPServerResponse
+    {
+        let csrf = csrfCookie(for: request)
+        let hidden = authorization.pairs + [("csrf", csrfToken(cookie: csrf.value, purpose: authorization.encoded))]
+        var devUsers: [(id: String, label: String)]?
+        if configuration.devEndpoints {
+            devUsers = ((try? store.users(limit: 20)) ?? []).map { ($0.id, $0.email ?? $0.id) }
+        }
+        var response = SignInPage.response(
+            200,
+            SignInPage.signIn(
+                clientID: authorization.clientID, scope: authorization.scope, hidden: hidden, email: email,
+                error: error, devUsers: devUsers))
+        if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+        return response
+    }
+
+    /// The sign-in form's `POST`: CSRF, then the request again, then the credentials (or the dev panel's choice).
+    private func signInSubmission(_ request: HTTPServerRequest, _ parameters: OAuthParameters) -> HTTPServerResponse {
+        let requestParameters = OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) })
+        let authorization: AuthorizationRequest
+        switch AuthorizationRequest.validate(requestParameters, clients: clients) {
+        case .success(let valid): authorization = valid
+        case .failure(let rejection): return reject(rejection)
+        }
+        guard checkCSRF(request, token: parameters.values["csrf"], purpose: authorization.encoded) else {
+            return SignInPage.response(
+                403,
+                SignInPage.message(
+                    title: "This form has expired",
+                    text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+        }
+        if parameters.values["action"] == "cancel" {
+            return redirect(authorization, error: OAuthFailure("access_denied", "the user cancelled the sign-in"))
+        }
+        var claims: String?
+        let user: DevStore.User
+        if let chosen = parameters["sign_in_as"], configuration.devEndpoints {
+            if let text = parameters["claims"], !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                guard let object = try? JOSEValue.parse(Data(text.utf8)).objectValue else {
+                    return signInForm(request, authorization, email: nil, error: "The extra claims must be a JSON object.")
+                }
+                claims = JOSEValue.object(object).jsonString
+            }
+            guard let found = try? store.user(id: chosen) else {
+                return signInForm(request, authorization, email: nil, error: "That user does not exist.")
+            }
+            user = found
+        } else {
+            let email = Self.normalize(email: parameters.values["email"] ?? "")
+            guard let found = verifyPassword(email: email, password: parameters.values["password"] ?? "") else {
+                return signInForm(
+                    request, authorization, email: parameters.values["email"],
+                    error: "The email or password is wrong. Try again.")
+            }
+            user = found
+        }
+        let authTime = now
+        guard let session = try? store.createSession(
+            userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
+        else { return Self.error(500, "server_error", "the session could not be stored") }
+        state.withLock { $0.counters.logins += 1 }
+        var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
+        response.headers.add("Set-Cookie", setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL))
+        return response
+    }
+
+    /// The user whose password this is, or nil; as slow for an unknown email as for a wrong password.
+    func verifyPassword(email: String, password: String) -> DevStore.User? {
+        guard Self.isPlausible(email: email), password.utf8.count <= 1024 else { return nil }
+        let record = try? store.passwordRecord(email: email)
+        let hash = hashPassword(
+            password, salt: record?.salt ?? Self.unknownUserSalt,
+            iterations: record?.iterations ?? configuration.passwordIterations)
+        guard let record, ConstantTime.equals(hash, record.hash) else { return nil }
+        return record.user
+    }
+
+    static let unknownUserSalt = [UInt8](repeating: 0xA5, count: 16)
+
+    /// Redirects with a new code, `state` and `iss`.
+    private func issueCode(
+        _ authorization: AuthorizationRequest, user: DevStore.User, authTime: Int64, claims: String?, status: Int
+    ) -> HTTPServerResponse {
+        guard let code = try? store.storeCode(
+            authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now)
+        else { return Self.error(500, "server_error", "the code could not be stored") }
+        return redirect(authorization, pairs: [("code", code)], status: status)
+    }
+
+    /// The redirect to the client with `pairs`, `state` and `iss` (RFC 9207), altered as an RP test mode says.
+    func redirect(_ authorization: AuthorizationRequest, pairs: [(String, String)], status: Int = 302)
+        -> HTTPServerResponse
+    {
+        let (issuer, mode) = state.withLock { ($0.issuer, $0.rpTest) }
+        var all = pairs
+        var state = authorization.state
+        if mode == .invalidState { state = (state ?? "") + "-invalid" }
+        if let state { all.append(("state", state)) }
+        switch mode {
+        case .invalidAuthorizationResponseIssuer: all.append(("iss", issuer + "/invalid"))
+        case .removedAuthorizationResponseIssuer: break
+        default: all.append(("iss", issuer))
+        }
+        var response = HTTPServerResponse(status: status)
+        response.headers.set("Location", AuthorizationRequest.redirect(authorization.redirectURI, adding: all))
+        response.headers.set("Cache-Control", "no-store")
+        response.headers.set("Referrer-Policy", "no-referrer")
+        return response
+    }
+
+    func redirect(_ authorization: AuthorizationRequest, error: OAuthFailure) -> HTTPServerResponse {
+        redirect(authorization, pairs: [("error", error.code), ("error_description", error.description)])
+    }
+
+    /// A refused request: redirected when client and redirect URI are known good, else shown.
+    func reject(_ rejection: AuthorizationRejection) -> HTTPServerResponse {
+        guard let uri = rejection.redirectURI else { return SignInPage.error(rejection.failure) }
+        let issuer = state.withLock { $0.issuer }
+        var pairs = [("error", rejection.failure.code), ("error_description", rejection.failure.description)]
+        if let state = rejection.state { pairs.append(("state", state)) }
+        pairs.append(("iss", issuer))
+        var response = HTTPServerResponse(status: 302)
+        response.headers.set("Location", AuthorizationRequest.redirect(uri, adding: pairs))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    // MARK: /par (RFC 9126)
+
+    func pushAuthorizationRequest(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parameters: OAuthParameters
+        switch OAuthParameters.of(request, fromBody: true) {
+        case .success(let parsed): parameters = parsed
+        case .failure(let failure): return Self.oauthError(failure)
+        }
+        guard parameters["request_uri"] == nil else {
+            return Self.oauthError(OAuthFailure("invalid_request", "request_uri cannot be pushed"))
+        }
+        switch AuthorizationRequest.validate(parameters, clients: clients) {
+        case .failure(let rejection): return Self.oauthError(rejection.failure)
+        case .success(let authorization):
+            guard let uri = try? store.storePushed(authorization, ttl: 60, now: now) else {
+                return Self.error(500, "server_error", "the request could not be stored")
+            }
+            return .json(201, JOSEValue.object(["request_uri": .string(uri), "expires_in": 60]).jsonData)
+        }
+    }
+
+    /// `{"error","error_description"}` with the failure's status, `Cache-Control: no-store` (RFC 6749 §5.2).
+    static func oauthError(_ failure: OAuthFailure) -> HTTPServerResponse {
+        var response = HTTPServerResponse.json(
+            failure.status,
+            JOSEValue.object(["error": .string(failure.code), "error_description": .string(failure.description)])
+                .jsonData)
+        response.headers.set("Pragma", "no-cache")
+        if failure.status == 401 {
+            response.headers.set("WWW-Authenticate", "Bearer error=\"\(failure.code)\"")
+        }
+        return response
+    }
+}

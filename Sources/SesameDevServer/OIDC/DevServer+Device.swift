@@ -1,0 +1,105 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// The device authorization grant (RFC 8628): `/device_authorization` for the device, `/device` for the user.
+extension DevServer {
+    static let deviceCodeTTL: Int64 = 600
+    static let deviceInterval: Int64 = 5
+
+    func deviceAuthorization(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parameters: OAuthParameters
+        switch OAuthParameters.of(request, fromBody: true) {
+        case .success(let parsed): parameters = parsed
+        case .failure(let failure): return Self.oauthError(failure)
+        }
+        guard let clientID = parameters["client_id"], clients[clientID] != nil else {
+            return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        }
+        let scope = (parameters["scope"] ?? "openid").split(separator: " ").map(String.init)
+        if let unknown = scope.first(where: { !AuthorizationRequest.supportedScopes.contains($0) }) {
+            return Self.oauthError(OAuthFailure("invalid_scope", "the scope \(unknown) is not supported"))
+        }
+        guard
+            let (deviceCode, userCode) = try? store.storeDevice(
+                clientID: clientID, scope: scope, ttl: Self.deviceCodeTTL, interval: Self.deviceInterval, now: now)
+        else { return Self.error(500, "server_error", "the device code could not be stored") }
+        let verification = state.withLock { $0.issuer } + "/device"
+        let body: JOSEValue = [
+            "device_code": .string(deviceCode), "user_code": .string(userCode),
+            "verification_uri": .string(verification),
+            "verification_uri_complete": .string(verification + "?user_code=" + userCode),
+            "expires_in": .integer(Self.deviceCodeTTL), "interval": .integer(Self.deviceInterval),
+        ]
+        return .json(200, body.jsonData)
+    }
+
+    func devicePage(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let code = request.queryParameters["user_code"]
+        return devicePage(request, userCode: code, message: nil, isError: false, status: 200)
+    }
+
+    private func devicePage(
+        _ request: HTTPServerRequest, userCode: String?, message: String?, isError: Bool, status: Int
+    ) -> HTTPServerResponse {
+        let csrf = csrfCookie(for: request)
+        let session = browserSession(request)
+        var response = SignInPage.response(
+            status,
+            SignInPage.device(
+                userCode: userCode, signedInAs: session.map { $0.user.email ?? $0.user.id },
+                hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message, isError: isError))
+        if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+        return response
+    }
+
+    func deviceSubmission(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard case .success(let parameters) = OAuthParameters.of(request, fromBody: true) else {
+            return SignInPage.error(OAuthFailure("invalid_request", "send the form"))
+        }
+        let typed = parameters["user_code"] ?? ""
+        guard checkCSRF(request, token: parameters.values["csrf"], purpose: "device") else {
+            return devicePage(
+                request, userCode: typed, message: "This form has expired. Enter the code again.", isError: true,
+                status: 403)
+        }
+        guard (try? store.pendingDevice(userCode: typed, now: now)) != nil else {
+            return devicePage(
+                request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
+                status: 200)
+        }
+        if parameters.values["action"] == "deny" {
+            _ = try? store.decideDevice(userCode: typed, userID: nil, authTime: now, now: now)
+            return SignInPage.response(
+                200, SignInPage.message(title: "Request denied", text: "The device was not connected."))
+        }
+        var setSession: String?
+        let user: DevStore.User
+        let authTime: Int64
+        if let session = browserSession(request) {
+            (user, authTime) = (session.user, session.authTime)
+        } else {
+            let email = Self.normalize(email: parameters.values["email"] ?? "")
+            guard let found = verifyPassword(email: email, password: parameters.values["password"] ?? "") else {
+                return devicePage(
+                    request, userCode: typed, message: "The email or password is wrong. Try again.", isError: true,
+                    status: 200)
+            }
+            (user, authTime) = (found, now)
+            if let token = try? store.createSession(
+                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
+            {
+                setSession = setCookie(Self.sessionCookie, token, maxAge: configuration.browserSessionTTL)
+            }
+        }
+        guard (try? store.decideDevice(userCode: typed, userID: user.id, authTime: authTime, now: now)) == true else {
+            return devicePage(
+                request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
+                status: 200)
+        }
+        var response = SignInPage.response(
+            200, SignInPage.message(title: "Device connected", text: "You can return to your device."))
+        if let setSession { response.headers.add("Set-Cookie", setSession) }
+        return response
+    }
+}

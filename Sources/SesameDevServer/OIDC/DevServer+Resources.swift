@@ -1,0 +1,147 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// `/userinfo` (OIDC Core §5.3), `/revoke` (RFC 7009) and `/end-session` (RP-Initiated Logout 1.0).
+extension DevServer {
+    /// The grant of a valid OIDC access token, with its claims; nil for an invalid, expired or revoked one.
+    func oidcAccess(_ token: String) -> (grant: DevStore.Grant, claims: JWTClaims)? {
+        guard let verifier = state.withLock({ $0.accessVerifier }),
+            let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
+            let grantID = claims["gid"]?.stringValue, let grant = try? store.activeGrant(id: grantID),
+            claims.subject.map({ $0.utf8.elementsEqual(grant.user.id.utf8) }) == true
+        else { return nil }
+        return (grant, claims)
+    }
+
+    func userInfo(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard request.headers["Authorization"] != nil else {
+            var response = Self.oauthError(OAuthFailure("invalid_request", "send the access token", status: 401))
+            response.headers.set("WWW-Authenticate", "Bearer realm=\"sesame\"")
+            return response
+        }
+        guard let token = request.authorization(scheme: "Bearer"), let (grant, claims) = oidcAccess(token) else {
+            return Self.invalidToken("the access token is invalid, expired or revoked")
+        }
+        let scope = (claims["scope"]?.stringValue ?? "").split(separator: " ").map(String.init)
+        guard scope.contains("openid") else {
+            var response = Self.oauthError(
+                OAuthFailure("insufficient_scope", "UserInfo needs the openid scope", status: 403))
+            response.headers.set("WWW-Authenticate", "Bearer error=\"insufficient_scope\", scope=\"openid\"")
+            return response
+        }
+        let mode = state.withLock { $0.rpTest }
+        var info: JOSEObject = [
+            "sub": .string(mode == .userInfoInvalidSubject ? grant.user.id + "-invalid" : grant.user.id)
+        ]
+        if scope.contains("email"), let email = grant.user.email {
+            info["email"] = .string(email)
+            info["email_verified"] = false
+        }
+        if scope.contains("profile") {
+            let name = grant.user.email.map { String($0.prefix { $0 != "@" }) } ?? grant.user.id
+            info["name"] = .string(name)
+            info["preferred_username"] = .string(name)
+        }
+        return .json(200, JOSEValue.object(info).jsonData)
+    }
+
+    func revoke(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parameters: OAuthParameters
+        switch OAuthParameters.of(request, fromBody: true) {
+        case .success(let parsed): parameters = parsed
+        case .failure(let failure): return Self.oauthError(failure)
+        }
+        guard let clientID = parameters["client_id"], clients[clientID] != nil else {
+            return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        }
+        guard let token = parameters["token"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "token is required"))
+        }
+        do {
+            // A token of another client is left alone, and answered like an unknown one (RFC 7009 §2.2).
+            if let (grantID, owner) = try store.grantID(ofRefreshToken: token) {
+                if owner.map({ $0.utf8.elementsEqual(clientID.utf8) }) == true { try store.revokeGrant(id: grantID) }
+            } else if let (grant, _) = oidcAccess(token), grant.clientID.utf8.elementsEqual(clientID.utf8) {
+                try store.revokeGrant(id: grant.id)
+            }
+        } catch {
+            return Self.error(503, "temporarily_unavailable", "the token could not be revoked; try again")
+        }
+        state.withLock { $0.counters.revocations += 1 }
+        var response = HTTPServerResponse(status: 200)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// `GET|POST /end-session`: with a valid `id_token_hint` the browser session ends at once; without one the user
+    /// confirms first (a forged link must not sign anyone out). Only a registered `post_logout_redirect_uri` is
+    /// followed.
+    func endSession(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
+        guard case .success(let parameters) = parsed else {
+            if case .failure(let failure) = parsed { return SignInPage.error(failure) }
+            return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"))
+        }
+        let issuer = state.withLock { $0.issuer }
+        var clientID = parameters["client_id"]
+        var hinted = false
+        if let hint = parameters["id_token_hint"] {
+            var policy = ClaimValidationPolicy(issuer: issuer, requiredClaims: ["sub", "aud"])
+            // An expired ID token is still a good hint (RP-Initiated Logout §2).
+            policy.leeway = 10 * 365 * 86400
+            guard let keys = try? JWKSet(keys: publishedKeys()),
+                let claims = try? JWTVerifier(keys: keys, policy: policy).verifiedClaims(of: hint, now: currentDate),
+                let audience = claims.audience, audience.count == 1
+            else {
+                return SignInPage.error(OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"))
+            }
+            if let clientID, !clientID.utf8.elementsEqual(audience[0].utf8) {
+                return SignInPage.error(OAuthFailure("invalid_request", "client_id does not match the id_token_hint"))
+            }
+            clientID = audience[0]
+            hinted = true
+        }
+        var target: String?
+        if let uri = parameters["post_logout_redirect_uri"] {
+            guard let clientID, let client = clients[clientID], client.accepts(redirectURI: uri) else {
+                return SignInPage.error(
+                    OAuthFailure(
+                        "invalid_request", "post_logout_redirect_uri is not registered for the client (send id_token_hint or client_id)"))
+            }
+            target = parameters["state"].map { AuthorizationRequest.redirect(uri, adding: [("state", $0)]) } ?? uri
+        }
+        let confirmed = request.method == "POST" && checkCSRF(request, token: parameters.values["csrf"], purpose: "end-session")
+        guard hinted || confirmed else {
+            let csrf = csrfCookie(for: request)
+            let hidden = parameters.values.filter { $0.key != "csrf" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                + [("csrf", csrfToken(cookie: csrf.value, purpose: "end-session"))]
+            var response = SignInPage.response(
+                200,
+                SignInPage.page(
+                    title: "Sign out",
+                    body: """
+                        <h1>Sign out?</h1>
+                        <p>You will be signed out of the Sesame dev server in this browser.</p>
+                        <form method="post" action="/end-session">
+                        \(SignInPage.hiddenFields(hidden))
+                        <div class="row"><button type="submit" id="sign-out">Sign out</button></div>
+                        </form>
+                        """))
+            if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+            return response
+        }
+        if let token = cookie(Self.sessionCookie, in: request) { try? store.deleteSession(token) }
+        state.withLock { $0.counters.endSessions += 1 }
+        var response: HTTPServerResponse
+        if let target {
+            response = HTTPServerResponse(status: request.method == "POST" ? 303 : 302)
+            response.headers.set("Location", target)
+        } else {
+            response = SignInPage.response(200, SignInPage.message(title: "Signed out", text: "You can close this page."))
+        }
+        response.headers.add("Set-Cookie", setCookie(Self.sessionCookie, "", maxAge: 0))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// `/token`: the authorization-code grant with PKCE S256, refresh with rotation and reuse detection, and the
+/// device grant (RFC 6749 §4.1.3 and §6, RFC 7636, RFC 9700 §4.14, RFC 8628 §3.4).
+extension DevServer {
+    static let deviceGrantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+    func token(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let parameters: OAuthParameters
+        switch OAuthParameters.of(request, fromBody: true) {
+        case .success(let parsed): parameters = parsed
+        case .failure(let failure): return Self.oauthError(failure)
+        }
+        if request.headers["Authorization"] != nil {
+            return Self.oauthError(
+                OAuthFailure(
+                    "invalid_client", "clients here are public: send client_id in the body and no Authorization header",
+                    status: 401))
+        }
+        guard let clientID = parameters["client_id"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "client_id is required"))
+        }
+        guard clients[clientID] != nil else {
+            return Self.oauthError(OAuthFailure("invalid_client", "the client \(clientID) is not registered"))
+        }
+        do {
+            switch parameters["grant_type"] {
+            case "authorization_code"?: return try exchangeCode(parameters, clientID: clientID)
+            case "refresh_token"?: return try refreshGrant(parameters, clientID: clientID)
+            case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID)
+            case nil: return Self.oauthError(OAuthFailure("invalid_request", "grant_type is required"))
+            case let other?:
+                return Self.oauthError(OAuthFailure("unsupported_grant_type", "the grant type \(other) is not supported"))
+            }
+        } catch {
+            return Self.error(500, "server_error", "the token request could not be completed")
+        }
+    }
+
+    private func exchangeCode(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+        guard let code = parameters["code"], let redirectURI = parameters["redirect_uri"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "code and redirect_uri are required"))
+        }
+        guard let verifier = parameters["code_verifier"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "code_verifier is required (PKCE)"))
+        }
+        let invalid = { (reason: String) -> HTTPServerResponse in
+            self.state.withLock { $0.counters.codeFailures += 1 }
+            return Self.oauthError(OAuthFailure("invalid_grant", reason))
+        }
+        switch try store.redeemCode(code, now: now) {
+        case .unknown: return invalid("the authorization code is unknown")
+        case .expired: return invalid("the authorization code has expired")
+        case .reused:
+            state.withLock { $0.counters.codeReuses += 1 }
+            return invalid("the authorization code was already used; the tokens it issued are revoked")
+        case .valid(let record, let hash):
+            let authorization = record.request
+            guard authorization.clientID.utf8.elementsEqual(clientID.utf8) else {
+                return invalid("the code was issued to another client")
+            }
+            guard authorization.redirectURI.utf8.elementsEqual(redirectURI.utf8) else {
+                return invalid("redirect_uri differs from the authorization request's")
+            }
+            guard (43...128).contains(verifier.utf8.count), verifier.utf8.allSatisfy(Self.isVerifierCharacter) else {
+                return invalid("code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)")
+            }
+            let challenge = Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8)))
+            guard ConstantTime.equals(Array(challenge.utf8), Array(authorization.codeChallenge.utf8)) else {
+                return invalid("code_verifier does not match the code_challenge")
+            }
+            let issued = now
+            let grantID = try store.createGrant(
+                userID: record.user.id, clientID: clientID, scope: authorization.scope, authTime: record.authTime,
+                claims: record.claims, now: issued)
+            try store.attach(grantID: grantID, toCode: hash)
+            guard let grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
+            state.withLock { $0.counters.codeExchanges += 1 }
+            return try tokenResponse(
+                grant, scope: authorization.scope, nonce: authorization.nonce, issuedAt: issued, refreshToken: nil,
+                fromRefresh: false)
+        }
+    }
+
+    private func refreshGrant(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+        guard let token = parameters["refresh_token"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "refresh_token is required"))
+        }
+        let issued = now
+        let outcome = try store.rotate(
+            token, clientID: clientID, ttl: configuration.refreshTokenTTL, grace: configuration.refreshReuseGrace,
+            now: issued)
+        let fail = { (reason: String) -> HTTPServerResponse in
+            self.state.withLock { $0.counters.refreshFailures += 1 }
+            return Self.oauthError(OAuthFailure("invalid_grant", reason))
+        }
+        let grant: DevStore.Grant
+        let next: String
+        switch outcome {
+        case .rotated(let found, let token): (grant, next) = (found, token)
+        case .withinGrace(let found, let token):
+            state.withLock { $0.counters.reuseGraceRefreshes += 1 }
+            (grant, next) = (found, token)
+        case .unknown: return fail("the refresh token is unknown")
+        case .expired: return fail("the refresh token has expired")
+        case .revoked: return fail("the refresh token was revoked")
+        case .wrongClient: return fail("the refresh token was issued to another client")
+        case .reused:
+            state.withLock { $0.counters.reuseDetections += 1 }
+            return fail("the refresh token was already used; its grant is revoked")
+        }
+        var scope = grant.scope
+        if let requested = parameters["scope"] {
+            let narrowed = requested.split(separator: " ").map(String.init)
+            guard Set(narrowed).isSubset(of: Set(grant.scope)) else {
+                return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
+            }
+            scope = narrowed
+        }
+        state.withLock { $0.counters.refreshes += 1 }
+        return try tokenResponse(grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true)
+    }
+
+    private func deviceGrant(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+        guard let deviceCode = parameters["device_code"] else {
+            return Self.oauthError(OAuthFailure("invalid_request", "device_code is required"))
+        }
+        switch try store.pollDevice(deviceCode, clientID: clientID, now: now) {
+        case .pending:
+            return Self.oauthError(OAuthFailure("authorization_pending", "the user has not finished yet"))
+        case .slowDown:
+            return Self.oauthError(OAuthFailure("slow_down", "polling too fast: wait 5 more seconds between polls"))
+        case .expired: return Self.oauthError(OAuthFailure("expired_token", "the device code has expired"))
+        case .denied: return Self.oauthError(OAuthFailure("access_denied", "the user denied the request"))
+        case .unknown: return Self.oauthError(OAuthFailure("invalid_grant", "the device code is unknown or used"))
+        case .approved(let user, let scope, let authTime):
+            let issued = now
+            let grantID = try store.createGrant(
+                userID: user.id, clientID: clientID, scope: scope, authTime: authTime, claims: nil, now: issued)
+            guard let grant = try store.activeGrant(id: grantID) else {
+                return Self.oauthError(OAuthFailure("invalid_grant", "the grant is gone"))
+            }
+            state.withLock { $0.counters.deviceGrants += 1 }
+            return try tokenResponse(grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: nil, fromRefresh: false)
+        }
+    }
+
+    /// The token response (RFC 6749 §5.1, OIDC Core §3.1.3.3): a refresh token only with `offline_access`, an ID
+    /// token only with `openid`.
+    func tokenResponse(
+        _ grant: DevStore.Grant, scope: [String], nonce: String?, issuedAt: Int64, refreshToken: String?,
+        fromRefresh: Bool
+    ) throws -> HTTPServerResponse {
+        let access = try oidcAccessToken(for: grant, scope: scope, issuedAt: issuedAt)
+        var body: JOSEObject = [
+            "access_token": .string(access), "token_type": "Bearer",
+            "expires_in": .integer(configuration.accessTokenTTL), "scope": .string(scope.joined(separator: " ")),
+        ]
+        if let refreshToken {
+            body["refresh_token"] = .string(refreshToken)
+        } else if grant.scope.contains("offline_access") {
+            body["refresh_token"] = .string(
+                try store.addRefreshToken(grantID: grant.id, ttl: configuration.refreshTokenTTL, now: issuedAt))
+        }
+        if scope.contains("openid") {
+            body["id_token"] = .string(
+                try idToken(
+                    for: grant, scope: scope, accessToken: access, nonce: nonce, issuedAt: issuedAt,
+                    fromRefresh: fromRefresh))
+        }
+        var response = HTTPServerResponse.json(200, JOSEValue.object(body).jsonData)
+        response.headers.set("Pragma", "no-cache")
+        return response
+    }
+
+    /// RFC 7636 §4.1 `unreserved`: `A-Z a-z 0-9 - . _ ~`.
+    static func isVerifierCharacter(_ byte: UInt8) -> Bool {
+        AuthorizationRequest.isBase64URL(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~")
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// A client registered with the dev server's OpenID Connect provider.
+///
+/// Every client is public (no secret): it proves possession of the authorization with PKCE, and of the tokens with
+/// DPoP when it binds them.
+public struct OIDCClient: Sendable, Hashable {
+    /// The `client_id`.
+    public let id: String
+    /// The redirect URIs, compared byte for byte, except that a loopback IP literal (`http://127.0.0.1`,
+    /// `http://[::1]`) matches on any port (RFC 8252 §7.3). They are also the registered post-logout URIs.
+    public let redirectURIs: [String]
+    /// Whether any loopback redirect URI on any port and path is accepted (the built-in `sesame-cli`).
+    public let acceptsAnyLoopbackRedirect: Bool
+
+    /// A client with registered redirect URIs.
+    public init(id: String, redirectURIs: [String], acceptsAnyLoopbackRedirect: Bool = false) {
+        self.id = id
+        self.redirectURIs = redirectURIs
+        self.acceptsAnyLoopbackRedirect = acceptsAnyLoopbackRedirect
+    }
+
+    /// The built-in public client for native apps and the CLI: any loopback redirect, the device grant.
+    public static let sesameCLI = OIDCClient(id: "sesame-cli", redirectURIs: [], acceptsAnyLoopbackRedirect: true)
+
+    /// Parses `ID:URI[,URI…]` (the `--client` option).
+    ///
+    /// - Throws: ``DevServerError`` for an empty ID or a URI that is not absolute or has a fragment.
+    public init(specification: String) throws {
+        guard let colon = specification.firstIndex(of: ":") else {
+            throw DevServerError("--client takes ID:URI[,URI...], got \(specification)")
+        }
+        let id = String(specification[..<colon])
+        let uris = specification[specification.index(after: colon)...].split(separator: ",").map(String.init)
+        guard !id.isEmpty, id.utf8.count <= 128, id.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else { throw DevServerError("--client: the client ID must be 1 to 128 visible ASCII characters") }
+        guard !uris.isEmpty else { throw DevServerError("--client \(id): at least one redirect URI is needed") }
+        for uri in uris {
+            guard let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty,
+                parts.fragment == nil
+            else { throw DevServerError("--client \(id): \(uri) is not an absolute URI without a fragment") }
+        }
+        self.init(id: id, redirectURIs: uris)
+    }
+
+    /// Whether `uri` is one of this client's redirect URIs (RFC 6749 §3.1.2.3 exact match, RFC 8252 §7.3 ports).
+    func accepts(redirectURI uri: String) -> Bool {
+        guard uri.utf8.count <= 2048, !uri.contains("#") else { return false }
+        let loopback = Self.loopbackParts(uri)
+        if acceptsAnyLoopbackRedirect, loopback != nil { return true }
+        return redirectURIs.contains { registered in
+            if registered.utf8.elementsEqual(uri.utf8) { return true }
+            guard let candidate = loopback, let expected = Self.loopbackParts(registered) else { return false }
+            return candidate.utf8.elementsEqual(expected.utf8)
+        }
+    }
+
+    /// `uri` without its port when it is `http` to a loopback IP literal, else nil.
+    static func loopbackParts(_ uri: String) -> String? {
+        guard var parts = URLComponents(string: uri), parts.scheme == "http", parts.user == nil,
+            parts.password == nil, parts.fragment == nil, let host = parts.percentEncodedHost,
+            host == "127.0.0.1" || host == "[::1]" || host == "::1"
+        else { return nil }
+        guard uri.hasPrefix("http://127.0.0.1") || uri.hasPrefix("http://[::1]") else { return nil }
+        parts.port = nil
+        return parts.string
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import SesameLoopback
+
+/// The provider's HTML: the sign-in form, the device page and error pages. Plain HTML and CSS, no JavaScript;
+/// every value from outside is escaped.
+enum SignInPage {
+    /// Escapes text for HTML content and double-quoted attribute values.
+    static func escape(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&quot;"
+            case "'": result += "&#39;"
+            default:
+                if character.value < 0x20 && character != "\n" { result += "\u{FFFD}" } else { result.unicodeScalars.append(character) }
+            }
+        }
+        return result
+    }
+
+    static func hiddenFields(_ pairs: [(String, String)]) -> String {
+        pairs.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }.joined(separator: "\n")
+    }
+
+    /// A whole page around `body`, with the development banner.
+    static func page(title: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(escape(title)) · Sesame dev server</title>
+        <style>
+        :root { color-scheme: light dark; --accent: #2f5bd3; --danger: #b3261e; }
+        body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; background: Canvas; color: CanvasText; }
+        .banner { background: #ffd54a; color: #1b1b1b; padding: .5rem 1rem; font-weight: 600; text-align: center; }
+        main { max-width: 26rem; margin: 2rem auto; padding: 0 1rem; }
+        h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
+        .sub { margin: 0 0 1.5rem; opacity: .8; }
+        form { display: grid; gap: .75rem; margin: 0 0 1.5rem; }
+        label { font-weight: 600; }
+        input[type=email], input[type=password], input[type=text], textarea {
+          font: inherit; padding: .55rem .7rem; border: 1px solid #8a8a8a; border-radius: .4rem; width: 100%; box-sizing: border-box; }
+        input:focus-visible, button:focus-visible, textarea:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+        button { font: inherit; padding: .6rem 1rem; border-radius: .4rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+        button.secondary { background: transparent; color: inherit; border-color: #8a8a8a; }
+        .row { display: flex; gap: .5rem; flex-wrap: wrap; }
+        .error { border-left: 4px solid var(--danger); padding: .5rem .75rem; background: rgba(179, 38, 30, .08); }
+        .scopes { margin: 0 0 1.5rem; padding-left: 1.25rem; }
+        fieldset { border: 1px dashed #8a8a8a; border-radius: .5rem; padding: 1rem; }
+        legend { font-weight: 600; padding: 0 .25rem; }
+        code { font-size: .95em; }
+        </style>
+        </head>
+        <body>
+        <div class="banner" role="note">Development server: not for production use</div>
+        <main>
+        \(body)
+        </main>
+        </body>
+        </html>
+        """
+    }
+
+    static func scopeList(_ scope: [String]) -> String {
+        let descriptions: [String: String] = [
+            "openid": "Sign you in (your account identifier)", "profile": "Your name",
+            "email": "Your email address", "offline_access": "Stay signed in (a refresh token)",
+        ]
+        let items = scope.map { "<li><code>\(escape($0))</code>: \(escape(descriptions[$0] ?? $0))</li>" }
+        return "<ul class=\"scopes\">\(items.joined())</ul>"
+    }
+
+    /// The sign-in form for an authorization request.
+    static func signIn(
+        clientID: String, scope: [String], hidden: [(String, String)], email: String?, error: String?,
+        devUsers: [(id: String, label: String)]?
+    ) -> String {
+        var body = """
+            <h1>Sign in</h1>
+            <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
+            \(scopeList(scope))
+            """
+        if let error { body += "<p class=\"error\" role=\"alert\" id=\"error\">\(escape(error))</p>\n" }
+        body += """
+            <form method="post" action="/authorize" aria-label="Sign in with email and password">
+            \(hiddenFields(hidden))
+            <label for="email">Email</label>
+            <input type="email" id="email" name="email" autocomplete="username" required autofocus value="\(escape(email ?? ""))"\(error == nil ? "" : " aria-describedby=\"error\"")>
+            <label for="password">Password</label>
+            <input type="password" id="password" name="password" autocomplete="current-password" required>
+            <div class="row"><button type="submit" id="sign-in">Sign in</button>
+            <button type="submit" class="secondary" name="action" value="cancel" formnovalidate>Cancel</button></div>
+            </form>
+            """
+        if let devUsers {
+            let buttons = devUsers.map {
+                "<button type=\"submit\" class=\"secondary\" name=\"sign_in_as\" value=\"\(escape($0.id))\">\(escape($0.label))</button>"
+            }
+            body += """
+                <form method="post" action="/authorize" aria-label="Development: sign in as a user">
+                <fieldset>
+                <legend>Development: sign in as…</legend>
+                \(hiddenFields(hidden))
+                <label for="claims">Extra ID-token claims for this sign-in (JSON object, optional)</label>
+                <textarea id="claims" name="claims" rows="3" placeholder='{"role": "admin"}'></textarea>
+                <div class="row">\(buttons.isEmpty ? "<p>No users yet: start the server with <code>--user EMAIL:PASSWORD</code>.</p>" : buttons.joined(separator: "\n"))</div>
+                </fieldset>
+                </form>
+                """
+        }
+        return page(title: "Sign in", body: body)
+    }
+
+    /// The device-flow page (RFC 8628 §3.3): enter the code, sign in (or continue as the signed-in user), decide.
+    static func device(userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
+        isError: Bool) -> String
+    {
+        var body = "<h1>Connect a device</h1>\n<p class=\"sub\">Enter the code your device shows.</p>\n"
+        if let message {
+            body +=
+                isError
+                ? "<p class=\"error\" role=\"alert\">\(escape(message))</p>\n" : "<p role=\"status\">\(escape(message))</p>\n"
+        }
+        let credentials =
+            signedInAs.map { "<p>Signed in as <strong>\(escape($0))</strong>.</p>" } ?? """
+                <label for="email">Email</label>
+                <input type="email" id="email" name="email" autocomplete="username">
+                <label for="password">Password</label>
+                <input type="password" id="password" name="password" autocomplete="current-password">
+                """
+        body += """
+            <form method="post" action="/device" aria-label="Approve a device">
+            \(hiddenFields(hidden))
+            <label for="user_code">Code</label>
+            <input type="text" id="user_code" name="user_code" autocomplete="one-time-code" autocapitalize="characters" required autofocus value="\(escape(userCode ?? ""))">
+            \(credentials)
+            <div class="row"><button type="submit" name="action" value="approve" id="approve">Approve</button>
+            <button type="submit" class="secondary" name="action" value="deny">Deny</button></div>
+            </form>
+            """
+        return page(title: "Connect a device", body: body)
+    }
+
+    static func message(title: String, text: String) -> String {
+        page(title: title, body: "<h1>\(escape(title))</h1>\n<p>\(escape(text))</p>")
+    }
+
+    /// An HTML response with the provider's security headers: no framing, no caching, no referrer.
+    static func response(_ status: Int, _ html: String) -> HTTPServerResponse {
+        var response = HTTPServerResponse.html(status, html)
+        response.headers.set(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+        response.headers.set("X-Frame-Options", "DENY")
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        response.headers.set("Referrer-Policy", "no-referrer")
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// An error that must not be redirected (unknown client, unregistered redirect URI): shown to the user.
+    static func error(_ failure: OAuthFailure) -> HTTPServerResponse {
+        response(
+            failure.status,
+            page(
+                title: "Sign-in error",
+                body: """
+                    <h1>This sign-in request cannot be completed</h1>
+                    <p class="error" role="alert"><code>\(escape(failure.code))</code>: \(escape(failure.description))</p>
+                    <p>Return to the app and try again.</p>
+                    """))
+    }
+}
