@@ -10,12 +10,12 @@ struct RunningServer {
     let client: HTTPTestClient
     let logLines: LineCollector
 
-    init(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws {
+    init(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000  // fast tests; the default is 600,000
         let lines = LineCollector()
         configuration.log = { lines.append($0) }
-        configure(&configuration)
+        try configure(&configuration)
         server = try DevServer(configuration: configuration)
         try server.start()
         client = HTTPTestClient(base: try #require(server.localURL))

@@ -88,6 +88,17 @@ extension DevServer {
         guard let token = parameters["refresh_token"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "refresh_token is required"))
         }
+        // A widened scope is refused before the token is spent, so the client can retry with its token.
+        var narrowed: [String]?
+        if let requested = parameters["scope"] {
+            let scope = requested.split(separator: " ").map(String.init)
+            if let (grantID, _) = try store.grantID(ofRefreshToken: token), let grant = try store.activeGrant(id: grantID),
+                !Set(scope).isSubset(of: Set(grant.scope))
+            {
+                return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
+            }
+            narrowed = scope
+        }
         let issued = now
         let outcome = try store.rotate(
             token, clientID: clientID, ttl: configuration.refreshTokenTTL, grace: configuration.refreshReuseGrace,
@@ -111,13 +122,9 @@ extension DevServer {
             state.withLock { $0.counters.reuseDetections += 1 }
             return fail("the refresh token was already used; its grant is revoked")
         }
-        var scope = grant.scope
-        if let requested = parameters["scope"] {
-            let narrowed = requested.split(separator: " ").map(String.init)
-            guard Set(narrowed).isSubset(of: Set(grant.scope)) else {
-                return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
-            }
-            scope = narrowed
+        let scope = narrowed ?? grant.scope
+        guard Set(scope).isSubset(of: Set(grant.scope)) else {
+            return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
         }
         state.withLock { $0.counters.refreshes += 1 }
         return try tokenResponse(grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true)
