@@ -6,7 +6,8 @@
 #   build:  pkg-config, OpenSSL headers (libssl-dev), SQLite headers (libsqlite3-dev), libcurl headers
 #           (libcurl4-openssl-dev, the Linux HTTP transport)
 #   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
-#           zsh and fish (completion scripts are syntax-checked)
+#           zsh and fish (completion scripts are syntax-checked), Chromium + chromedriver (the provider's sign-in
+#           page in a real browser), and from PyPI Selenium and Authlib (a third-party OAuth client)
 set -euo pipefail
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
@@ -22,7 +23,22 @@ command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
     || missing+=(libsecret-1-0)
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)
-[ ${#missing[@]} -eq 0 ] && exit 0
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+
+# Python test peers from PyPI (never dependencies of the product).
+install_python_peers() {
+    python3 -c 'import selenium, authlib, requests' 2>/dev/null && return 0
+    echo "install-deps.sh: installing from PyPI: selenium authlib requests"
+    python3 -m pip install --quiet --disable-pip-version-check selenium authlib requests 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
+            selenium authlib requests
+}
+if [ ${#missing[@]} -eq 0 ]; then
+    install_python_peers
+    exit 0
+fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "install-deps.sh: this is not a Debian-like system; install these (Debian package names) by hand:" >&2
     echo "  ${missing[*]}" >&2
@@ -38,3 +54,4 @@ fi
 echo "install-deps.sh: installing with ${sudo:+sudo }apt-get: ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_python_peers

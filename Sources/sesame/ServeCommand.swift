@@ -63,7 +63,7 @@ enum ServeCommand {
             "--access-token-ttl", value: "S", "access-token lifetime in seconds (1 is fine for tests)", default: "900"),
         OptionSpec("--refresh-token-ttl", value: "S", "refresh-token lifetime in seconds", default: "2592000"),
         OptionSpec(
-            "--signing-alg", value: "ALG", "the access-token signing algorithm", default: "ES256",
+            "--signing-alg", value: "ALG", "the signing algorithm of access and ID tokens", default: "ES256",
             choices: ["RS256", "ES256", "EdDSA"]),
         OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true),
         OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)"),
@@ -73,14 +73,16 @@ enum ServeCommand {
             "--password-iterations", value: "N",
             "PBKDF2-HMAC-SHA256 iterations for new passwords (1000 or more; OWASP 2023: 600000)", default: "600000"
         ),
-        OptionSpec("--client", value: "ID:URI[,URI...]", "register an OIDC client and its redirect URIs", repeatable: true),
+        OptionSpec(
+            "--client", value: "ID:URI[,URI...]", "register an OIDC client and its redirect URIs", repeatable: true),
         OptionSpec("--id-token-ttl", value: "S", "ID-token lifetime in seconds", default: "3600"),
         OptionSpec(
             "--refresh-reuse-grace", value: "S",
             "seconds a rotated refresh token may come back without revoking its grant", default: "0"),
         OptionSpec("--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old"),
         OptionSpec(
-            "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),
+            "--rp-test", value: "NAME",
+            "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),
         OptionSpec(
             "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo"),
         OptionSpec(
@@ -157,7 +159,8 @@ enum ServeCommand {
         } catch {
             throw CLIError.usage("\(error)", command: arguments.command)
         }
-        configuration.idTokenTTL = Int64(try integer(arguments, "--id-token-ttl", default: 3600, range: 1...86400 * 365))
+        configuration.idTokenTTL = Int64(
+            try integer(arguments, "--id-token-ttl", default: 3600, range: 1...86400 * 365))
         configuration.refreshReuseGrace = Int64(
             try integer(arguments, "--refresh-reuse-grace", default: 0, range: 0...3600))
         if arguments.value("--rotate-keys-every") != nil {

@@ -51,7 +51,8 @@ import Testing
             #expect(page.header("Content-Type")?.hasPrefix("text/html") == true)
         }
         // A registered client's exact URI works, and a loopback one matches on any port (RFC 8252 §7.3).
-        let web = try oidc.authorize(oidc.parameters(pkce, ["client_id": "web", "redirect_uri": "https://app.example/cb"]))
+        let web = try oidc.authorize(
+            oidc.parameters(pkce, ["client_id": "web", "redirect_uri": "https://app.example/cb"]))
         #expect(web.status == 200)
         let repeated = try oidc.browser.get("/authorize?" + OIDCHarness.query(oidc.parameters(pkce)) + "&scope=openid")
         #expect(repeated.status == 400 && repeated.location == nil && repeated.body.contains("repeated"))
@@ -156,7 +157,9 @@ import Testing
         let session = try #require(oidc.browser.cookie("sesame_session"))
         #expect(session.count == 43)
         let again = try oidc.authorize(oidc.parameters(pkce))
-        #expect(again.status == 302 && again.redirectParameters["code"] != nil && again.redirectParameters["iss"] == oidc.issuer)
+        #expect(
+            again.status == 302 && again.redirectParameters["code"] != nil
+                && again.redirectParameters["iss"] == oidc.issuer)
         let silent = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
         #expect(silent.status == 302 && silent.redirectParameters["code"] != nil)
         let forced = try oidc.authorize(oidc.parameters(pkce, ["prompt": "login"]))
@@ -236,7 +239,8 @@ import Testing
         #expect(reused.status == 400 && reused.body.contains("invalid_request_uri"))
         // The form from the pushed request completes the flow.
         let signedIn = try oidc.browser.post(
-            "/authorize", form: form.hiddenFields() + [("email", OIDCHarness.email), ("password", OIDCHarness.password)])
+            "/authorize",
+            form: form.hiddenFields() + [("email", OIDCHarness.email), ("password", OIDCHarness.password)])
         let code = try #require(signedIn.redirectParameters["code"])
         #expect(try oidc.exchange(code, pkce).status == 200)
 

@@ -93,11 +93,15 @@ import Testing
             "POST", "/token", headers: [("Content-Type", "application/json")],
             body: Array(#"{"grant_type":"refresh_token"}"#.utf8))
         #expect(json.status == 415)
-        #expect(try oidc.token([("grant_type", "password"), ("client_id", "sesame-cli")]).error == "unsupported_grant_type")
-        #expect(try oidc.token([("grant_type", "refresh_token"), ("client_id", "nobody"), ("refresh_token", "x")]).error == "invalid_client")
+        #expect(
+            try oidc.token([("grant_type", "password"), ("client_id", "sesame-cli")]).error == "unsupported_grant_type")
+        #expect(
+            try oidc.token([("grant_type", "refresh_token"), ("client_id", "nobody"), ("refresh_token", "x")]).error
+                == "invalid_client")
         #expect(try oidc.token([("grant_type", "refresh_token"), ("refresh_token", "x")]).error == "invalid_request")
         let twice = try oidc.token([
-            ("grant_type", "refresh_token"), ("client_id", "sesame-cli"), ("client_id", "other"), ("refresh_token", "x"),
+            ("grant_type", "refresh_token"), ("client_id", "sesame-cli"), ("client_id", "other"),
+            ("refresh_token", "x"),
         ])
         #expect(twice.status == 400 && twice.error == "invalid_request")
         let basic = try oidc.browser.post(
@@ -167,7 +171,10 @@ import Testing
 
     @Test("key rotation: the previous key stays published until its tokens expire, and its tokens stay valid")
     func keyRotation() throws {
-        let oidc = try OIDCHarness { $0.accessTokenTTL = 300; $0.idTokenTTL = 300 }
+        let oidc = try OIDCHarness {
+            $0.accessTokenTTL = 300
+            $0.idTokenTTL = 300
+        }
         defer { oidc.stop() }
         let (before, nonce) = try oidc.signedInTokens()
         let oldKid = try JWT.unverified(before["id_token"].string).header.keyID
@@ -221,7 +228,8 @@ import Testing
         #expect(try poll(device).error == "slow_down", "the interval is now 10 s")
         oidc.clock.advance(by: 15)
         #expect(try poll(device).error == "authorization_pending")
-        #expect(try oidc.browser.post("/device_authorization", form: [("client_id", "nobody")]).error == "invalid_client")
+        #expect(
+            try oidc.browser.post("/device_authorization", form: [("client_id", "nobody")]).error == "invalid_client")
 
         // The user opens the verification URI, types the code in lower case without the dash, signs in.
         let page = try oidc.browser.get("/device?user_code=" + userCode)

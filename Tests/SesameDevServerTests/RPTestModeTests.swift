@@ -10,7 +10,8 @@ import Testing
     static let expected: [RPTestMode?: Set<String>] = [
         nil: [],
         .invalidIssuer: ["iss"], .invalidAudience: ["aud"], .missingSubject: ["sub-missing"],
-        .missingIssuedAt: ["iat-missing"], .invalidNonce: ["nonce"], .invalidSignatureRS256: ["signature", "alg-RS256"],
+        .missingIssuedAt: ["iat-missing"], .invalidNonce: ["nonce"],
+        .invalidSignatureRS256: ["signature", "alg-RS256"],
         .invalidSignatureES256: ["signature"], .signatureNone: ["alg-none"], .kidAbsentSingleJWKS: ["kid-missing"],
         .kidAbsentMultipleJWKS: ["kid-missing", "jwks-ambiguous"], .userInfoInvalidSubject: ["userinfo-sub"],
         .discoveryIssuerMismatch: ["discovery-issuer"], .signingKeyRotation: ["kid-rotated-later"],
@@ -36,7 +37,10 @@ import Testing
         let list = try #require(try oidc.browser.get("/_dev/rp-tests").json)
         let names = list["tests"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
         #expect(names == RPTestMode.allCases.map(\.rawValue) && names.count == 22)
-        #expect(list["tests"]?.arrayValue?.allSatisfy { ["accept", "reject", "reject or try every key"].contains($0["expected"].string) } == true)
+        #expect(
+            list["tests"]?.arrayValue?.allSatisfy {
+                ["accept", "reject", "reject or try every key"].contains($0["expected"].string)
+            } == true)
         #expect(list["current"] == .null)
         #expect(try oidc.dev("/_dev/rp-test", ["test": "oidcc-client-test-nonce-invalid"]).status == 200)
         #expect(try observedDefects(oidc) == ["nonce"])

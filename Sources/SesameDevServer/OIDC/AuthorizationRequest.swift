@@ -114,14 +114,16 @@ struct AuthorizationRequest: Sendable, Equatable {
             return .failure(AuthorizationRejection(OAuthFailure("invalid_request", "client_id is required")))
         }
         guard let client = clients[clientID] else {
-            return .failure(AuthorizationRejection(OAuthFailure("invalid_client", "the client \(clientID) is not registered")))
+            return .failure(
+                AuthorizationRejection(OAuthFailure("invalid_client", "the client \(clientID) is not registered")))
         }
         guard let redirectURI = parameters["redirect_uri"] else {
             return .failure(AuthorizationRejection(OAuthFailure("invalid_request", "redirect_uri is required")))
         }
         guard client.accepts(redirectURI: redirectURI) else {
             return .failure(
-                AuthorizationRejection(OAuthFailure("invalid_request", "the redirect_uri is not registered for \(clientID)")))
+                AuthorizationRejection(
+                    OAuthFailure("invalid_request", "the redirect_uri is not registered for \(clientID)")))
         }
         let state = parameters["state"]
         func fail(_ code: String, _ description: String)
@@ -148,7 +150,8 @@ struct AuthorizationRequest: Sendable, Equatable {
             return fail("invalid_request", "code_challenge_method must be S256 (plain is not supported)")
         }
         guard challenge.utf8.count == 43, challenge.utf8.allSatisfy(Self.isBase64URL) else {
-            return fail("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
+            return fail(
+                "invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
         }
         let scope = (parameters["scope"] ?? "").split(separator: " ").map(String.init)
         guard !scope.isEmpty else { return fail("invalid_scope", "scope is required") }

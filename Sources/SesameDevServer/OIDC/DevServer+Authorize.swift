@@ -85,7 +85,8 @@ extension DevServer {
         case .failure(let rejection): return reject(rejection)
         }
         let session = browserSession(request)
-        let fresh = session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
+        let fresh =
+            session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
                 return redirect(authorization, error: OAuthFailure("login_required", "no signed-in browser session"))
@@ -139,7 +140,8 @@ extension DevServer {
         if let chosen = parameters["sign_in_as"], configuration.devEndpoints {
             if let text = parameters["claims"], !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
                 guard let object = try? JOSEValue.parse(Data(text.utf8)).objectValue else {
-                    return signInForm(request, authorization, email: nil, error: "The extra claims must be a JSON object.")
+                    return signInForm(
+                        request, authorization, email: nil, error: "The extra claims must be a JSON object.")
                 }
                 claims = JOSEValue.object(object).jsonString
             }
@@ -157,12 +159,14 @@ extension DevServer {
             user = found
         }
         let authTime = now
-        guard let session = try? store.createSession(
-            userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
+        guard
+            let session = try? store.createSession(
+                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
         else { return Self.error(500, "server_error", "the session could not be stored") }
         state.withLock { $0.counters.logins += 1 }
         var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
-        response.headers.add("Set-Cookie", setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL))
+        response.headers.add(
+            "Set-Cookie", setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL))
         return response
     }
 
@@ -183,8 +187,9 @@ extension DevServer {
     private func issueCode(
         _ authorization: AuthorizationRequest, user: DevStore.User, authTime: Int64, claims: String?, status: Int
     ) -> HTTPServerResponse {
-        guard let code = try? store.storeCode(
-            authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now)
+        guard
+            let code = try? store.storeCode(
+                authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now)
         else { return Self.error(500, "server_error", "the code could not be stored") }
         return redirect(authorization, pairs: [("code", code)], status: status)
     }

@@ -159,9 +159,10 @@ extension DevServer {
     }
 
     /// An ID token (OIDC Core §2) for a grant, misbehaving as the RP test mode says.
-    func idToken(for grant: DevStore.Grant, scope: [String], accessToken: String, nonce: String?, issuedAt: Int64,
-        fromRefresh: Bool) throws -> String
-    {
+    func idToken(
+        for grant: DevStore.Grant, scope: [String], accessToken: String, nonce: String?, issuedAt: Int64,
+        fromRefresh: Bool
+    ) throws -> String {
         let (issuer, mode) = state.withLock { ($0.issuer, $0.rpTest) }
         var claims: JOSEObject = [:]
         if let extra = grant.claims, let object = try? JOSEValue.parse(Data(extra.utf8)).objectValue {
@@ -263,10 +264,14 @@ extension DevServer {
     func listRPTests() -> HTTPServerResponse {
         let current = state.withLock { $0.rpTest }
         let tests = RPTestMode.allCases.map { mode -> JOSEValue in
-            ["name": .string(mode.rawValue), "expected": .string(mode.expectedOutcome), "summary": .string(mode.summary)]
+            [
+                "name": .string(mode.rawValue), "expected": .string(mode.expectedOutcome),
+                "summary": .string(mode.summary),
+            ]
         }
         return .json(
-            200, JOSEValue.object(["current": current.map { .string($0.rawValue) } ?? .null, "tests": .array(tests)])
+            200,
+            JOSEValue.object(["current": current.map { .string($0.rawValue) } ?? .null, "tests": .array(tests)])
                 .jsonData)
     }
 
@@ -291,7 +296,9 @@ extension DevServer {
             if let value = body["expiresIn"] {
                 guard let seconds = value.doubleValue, seconds.isFinite, seconds >= 1, seconds <= 366 * 86400,
                     seconds == seconds.rounded()
-                else { return Self.error(400, "invalid_request", "expiresIn is a whole number of seconds, 1 to 1 year") }
+                else {
+                    return Self.error(400, "invalid_request", "expiresIn is a whole number of seconds, 1 to 1 year")
+                }
                 lifetime = Int64(seconds)
             }
             var extra = JOSEObject()

@@ -94,7 +94,8 @@ extension DevServer {
                 let claims = try? JWTVerifier(keys: keys, policy: policy).verifiedClaims(of: hint, now: currentDate),
                 let audience = claims.audience, audience.count == 1
             else {
-                return SignInPage.error(OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"))
+                return SignInPage.error(
+                    OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"))
             }
             if let clientID, !clientID.utf8.elementsEqual(audience[0].utf8) {
                 return SignInPage.error(OAuthFailure("invalid_request", "client_id does not match the id_token_hint"))
@@ -107,14 +108,17 @@ extension DevServer {
             guard let clientID, let client = clients[clientID], client.accepts(redirectURI: uri) else {
                 return SignInPage.error(
                     OAuthFailure(
-                        "invalid_request", "post_logout_redirect_uri is not registered for the client (send id_token_hint or client_id)"))
+                        "invalid_request",
+                        "post_logout_redirect_uri is not registered for the client (send id_token_hint or client_id)"))
             }
             target = parameters["state"].map { AuthorizationRequest.redirect(uri, adding: [("state", $0)]) } ?? uri
         }
-        let confirmed = request.method == "POST" && checkCSRF(request, token: parameters.values["csrf"], purpose: "end-session")
+        let confirmed =
+            request.method == "POST" && checkCSRF(request, token: parameters.values["csrf"], purpose: "end-session")
         guard hinted || confirmed else {
             let csrf = csrfCookie(for: request)
-            let hidden = parameters.values.filter { $0.key != "csrf" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            let hidden =
+                parameters.values.filter { $0.key != "csrf" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
                 + [("csrf", csrfToken(cookie: csrf.value, purpose: "end-session"))]
             var response = SignInPage.response(
                 200,
@@ -138,7 +142,8 @@ extension DevServer {
             response = HTTPServerResponse(status: request.method == "POST" ? 303 : 302)
             response.headers.set("Location", target)
         } else {
-            response = SignInPage.response(200, SignInPage.message(title: "Signed out", text: "You can close this page."))
+            response = SignInPage.response(
+                200, SignInPage.message(title: "Signed out", text: "You can close this page."))
         }
         response.headers.add("Set-Cookie", setCookie(Self.sessionCookie, "", maxAge: 0))
         response.headers.set("Cache-Control", "no-store")

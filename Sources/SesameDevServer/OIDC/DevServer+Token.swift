@@ -32,7 +32,8 @@ extension DevServer {
             case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID)
             case nil: return Self.oauthError(OAuthFailure("invalid_request", "grant_type is required"))
             case let other?:
-                return Self.oauthError(OAuthFailure("unsupported_grant_type", "the grant type \(other) is not supported"))
+                return Self.oauthError(
+                    OAuthFailure("unsupported_grant_type", "the grant type \(other) is not supported"))
             }
         } catch {
             return Self.error(500, "server_error", "the token request could not be completed")
@@ -92,7 +93,8 @@ extension DevServer {
         var narrowed: [String]?
         if let requested = parameters["scope"] {
             let scope = requested.split(separator: " ").map(String.init)
-            if let (grantID, _) = try store.grantID(ofRefreshToken: token), let grant = try store.activeGrant(id: grantID),
+            if let (grantID, _) = try store.grantID(ofRefreshToken: token),
+                let grant = try store.activeGrant(id: grantID),
                 !Set(scope).isSubset(of: Set(grant.scope))
             {
                 return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
@@ -127,7 +129,8 @@ extension DevServer {
             return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
         }
         state.withLock { $0.counters.refreshes += 1 }
-        return try tokenResponse(grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true)
+        return try tokenResponse(
+            grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true)
     }
 
     private func deviceGrant(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
@@ -150,7 +153,8 @@ extension DevServer {
                 return Self.oauthError(OAuthFailure("invalid_grant", "the grant is gone"))
             }
             state.withLock { $0.counters.deviceGrants += 1 }
-            return try tokenResponse(grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: nil, fromRefresh: false)
+            return try tokenResponse(
+                grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: nil, fromRefresh: false)
         }
     }
 

@@ -16,14 +16,19 @@ enum SignInPage {
             case "\"": result += "&quot;"
             case "'": result += "&#39;"
             default:
-                if character.value < 0x20 && character != "\n" { result += "\u{FFFD}" } else { result.unicodeScalars.append(character) }
+                if character.value < 0x20 && character != "\n" {
+                    result += "\u{FFFD}"
+                } else {
+                    result.unicodeScalars.append(character)
+                }
             }
         }
         return result
     }
 
     static func hiddenFields(_ pairs: [(String, String)]) -> String {
-        pairs.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }.joined(separator: "\n")
+        pairs.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }.joined(
+            separator: "\n")
     }
 
     /// A whole page around `body`, with the development banner.
@@ -87,13 +92,15 @@ enum SignInPage {
             \(scopeList(scope))
             """
         if let error { body += "<p class=\"error\" role=\"alert\" id=\"error\">\(escape(error))</p>\n" }
+        // After a wrong password the email is kept, so the password field takes the focus.
+        let focusPassword = error != nil && !(email ?? "").isEmpty
         body += """
             <form method="post" action="/authorize" aria-label="Sign in with email and password">
             \(hiddenFields(hidden))
             <label for="email">Email</label>
-            <input type="email" id="email" name="email" autocomplete="username" required autofocus value="\(escape(email ?? ""))"\(error == nil ? "" : " aria-describedby=\"error\"")>
+            <input type="email" id="email" name="email" autocomplete="username" required\(focusPassword ? "" : " autofocus") value="\(escape(email ?? ""))"\(error == nil ? "" : " aria-describedby=\"error\"")>
             <label for="password">Password</label>
-            <input type="password" id="password" name="password" autocomplete="current-password" required>
+            <input type="password" id="password" name="password" autocomplete="current-password" required\(focusPassword ? " autofocus" : "")>
             <div class="row"><button type="submit" id="sign-in">Sign in</button>
             <button type="submit" class="secondary" name="action" value="cancel" formnovalidate>Cancel</button></div>
             </form>
@@ -118,14 +125,16 @@ enum SignInPage {
     }
 
     /// The device-flow page (RFC 8628 §3.3): enter the code, sign in (or continue as the signed-in user), decide.
-    static func device(userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
-        isError: Bool) -> String
-    {
+    static func device(
+        userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
+        isError: Bool
+    ) -> String {
         var body = "<h1>Connect a device</h1>\n<p class=\"sub\">Enter the code your device shows.</p>\n"
         if let message {
             body +=
                 isError
-                ? "<p class=\"error\" role=\"alert\">\(escape(message))</p>\n" : "<p role=\"status\">\(escape(message))</p>\n"
+                ? "<p class=\"error\" role=\"alert\">\(escape(message))</p>\n"
+                : "<p role=\"status\">\(escape(message))</p>\n"
         }
         let credentials =
             signedInAs.map { "<p>Signed in as <strong>\(escape($0))</strong>.</p>" } ?? """

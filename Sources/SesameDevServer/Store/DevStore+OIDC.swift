@@ -136,9 +136,10 @@ extension DevStore {
         case reused
     }
 
-    func storeCode(_ request: AuthorizationRequest, userID: String, authTime: Int64, claims: String?, ttl: Int64,
-        now: Int64) throws -> String
-    {
+    func storeCode(
+        _ request: AuthorizationRequest, userID: String, authTime: Int64, claims: String?, ttl: Int64,
+        now: Int64
+    ) throws -> String {
         let code = Self.newSecret()
         try database.transaction {
             try database.query("DELETE FROM oidc_codes WHERE expires_at < ?", [.integer(now - 3600)])

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""A real browser against the dev server's sign-in page (run by the Swift test BrowserInteropTests).
+
+usage: browser_signin.py SCREENSHOT_DIR EMAIL PASSWORD URL_FIRST URL_FORCED URL_SILENT
+
+URL_FIRST: a fresh authorization request. Keyboard only (typing, Tab and Enter, no clicks), the script signs in
+with a wrong password first (the error must show), then with the right one, and reports the redirect's parameters.
+URL_FORCED: prompt=login; the form must show although the browser is signed in. URL_SILENT: the browser session
+must skip the form. Prints one JSON object; exits non-zero with a message when a step fails.
+"""
+import json
+import sys
+import urllib.parse
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def fail(message):
+    print(json.dumps({"error": message}))
+    sys.exit(1)
+
+
+def redirect_parameters(url):
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
+
+
+def main():
+    shots, email, password, first, forced, silent = sys.argv[1:7]
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=900,1000", "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(20)
+    result = {}
+    try:
+        callback = urllib.parse.parse_qs(urllib.parse.urlsplit(first).query)["redirect_uri"][0]
+        wait = WebDriverWait(driver, 10)
+
+        driver.get(first)
+        if "Development server" not in driver.page_source:
+            fail("no development banner on the sign-in page")
+        driver.save_screenshot(shots + "/sign-in.png")
+        # Keyboard only from here on: focus starts in the email field (autofocus); Tab reaches the password; Enter
+        # submits. A wrong password first: the form again, with a readable error.
+        active = driver.switch_to.active_element
+        if active.get_attribute("id") != "email":
+            fail("the email field does not have the focus (%r does)" % active.get_attribute("id"))
+        active.send_keys(email)
+        active.send_keys(Keys.TAB)
+        focused = driver.switch_to.active_element
+        if focused.get_attribute("id") != "password":
+            fail("Tab from the email field did not reach the password field")
+        focused.send_keys("not-the-password")
+        focused.send_keys(Keys.ENTER)
+        alert = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"))
+        result["wrongPasswordMessage"] = alert[0].text
+        if driver.current_url.startswith(callback):
+            fail("a wrong password redirected to the client")
+        driver.save_screenshot(shots + "/sign-in-error.png")
+        # The email is kept and the password field has the focus: type it, Enter.
+        focused = driver.switch_to.active_element
+        if focused.get_attribute("id") != "password":
+            fail("after an error the password field does not have the focus (%r does)" % focused.get_attribute("id"))
+        if driver.find_element(By.ID, "email").get_attribute("value") != email:
+            fail("the email was not kept after the error")
+        focused.send_keys(password)
+        focused.send_keys(Keys.ENTER)
+        wait.until(lambda d: d.current_url.startswith(callback))
+        result["first"] = redirect_parameters(driver.current_url)
+        result["callbackPage"] = driver.find_element(By.TAG_NAME, "body").text[:200]
+
+        driver.get(forced)
+        if not driver.find_elements(By.ID, "password"):
+            fail("prompt=login did not show the form")
+        result["forcedForm"] = True
+
+        driver.get(silent)
+        wait.until(lambda d: d.current_url.startswith(callback))
+        result["silent"] = redirect_parameters(driver.current_url)
+    finally:
+        driver.quit()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
