@@ -285,8 +285,10 @@ extension DevServer {
         }
     }
 
-    /// `POST /_dev/token {"sub", "claims"?, "aud"?, "expiresIn"?, "clientId"?, "scope"?}`: an access token and an
-    /// ID token from the issuer's key with any claims, for users' backend tests. No user or grant is created.
+    /// Answers `POST /_dev/token {"sub", "claims"?, "aud"?, "expiresIn"?, "clientId"?, "scope"?}`.
+    ///
+    /// An access token and an ID token from the issuer's key with any claims, for users' backend tests. No user or
+    /// grant is created.
     func mintToken(_ request: HTTPServerRequest) -> HTTPServerResponse {
         Self.withJSONBody(request) { body in
             guard let subject = body["sub"]?.stringValue, !subject.isEmpty else {

@@ -74,9 +74,10 @@ extension DevServer {
         return response
     }
 
-    /// `GET|POST /end-session`: with a valid `id_token_hint` the browser session ends at once; without one the user
-    /// confirms first (a forged link must not sign anyone out). Only a registered `post_logout_redirect_uri` is
-    /// followed.
+    /// Answers `GET|POST /end-session` (RP-Initiated Logout 1.0).
+    ///
+    /// With a valid `id_token_hint` the browser session ends at once; without one the user confirms first (a
+    /// forged link must not sign anyone out). Only a registered `post_logout_redirect_uri` is followed.
     func endSession(_ request: HTTPServerRequest) -> HTTPServerResponse {
         let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
         guard case .success(let parameters) = parsed else {

@@ -7,8 +7,10 @@ import Foundation
 public struct OIDCClient: Sendable, Hashable {
     /// The `client_id`.
     public let id: String
-    /// The redirect URIs, compared byte for byte, except that a loopback IP literal (`http://127.0.0.1`,
-    /// `http://[::1]`) matches on any port (RFC 8252 §7.3). They are also the registered post-logout URIs.
+    /// The redirect URIs, which are also the registered post-logout URIs.
+    ///
+    /// They are compared byte for byte, except that a loopback IP literal (`http://127.0.0.1`, `http://[::1]`)
+    /// matches on any port (RFC 8252 §7.3).
     public let redirectURIs: [String]
     /// Whether any loopback redirect URI on any port and path is accepted (the built-in `sesame-cli`).
     public let acceptsAnyLoopbackRedirect: Bool

@@ -1,8 +1,9 @@
 import Foundation
 import SesameLoopback
 
-/// The provider's HTML: the sign-in form, the device page and error pages. Plain HTML and CSS, no JavaScript;
-/// every value from outside is escaped.
+/// The provider's HTML: the sign-in form, the device page and error pages.
+///
+/// Plain HTML and CSS, no JavaScript; every value from outside is escaped.
 enum SignInPage {
     /// Escapes text for HTML content and double-quoted attribute values.
     static func escape(_ text: String) -> String {

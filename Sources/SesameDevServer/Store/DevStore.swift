@@ -339,8 +339,10 @@ final class DevStore: Sendable {
         return key
     }
 
-    /// The public halves of the keys for `purpose` that verify tokens still alive: the active key, and every key
-    /// retired less than `retention` seconds ago (all retired keys when `retention` is nil). Newest first.
+    /// The public halves of the keys for `purpose` that verify tokens still alive, newest first.
+    ///
+    /// That is the active key, and every key retired less than `retention` seconds ago (all retired keys when
+    /// `retention` is nil).
     func publicKeys(purpose: String, now: Int64 = 0, retention: Int64? = nil) throws -> [JWK] {
         let rows: [[SQLiteValue]]
         if let retention {
