@@ -16,14 +16,20 @@ import SesameJOSE
 /// serves: the ratio compares one core with one core.
 enum ServerBenchmark {
     static func run(seconds: Double) throws {
+        // A file-backed database, as `sesame serve --db` uses: every rotation is a durable SQLite write.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = DevServer.Configuration()
+        configuration.databasePath = directory.appendingPathComponent("bench.sqlite").path
         configuration.passwordIterations = 1000
         configuration.users = [(email: "bench@example.com", password: "bench-password")]
         let server = try DevServer(configuration: configuration)
         try server.start()
         defer { server.stop() }
         let port = server.port
-        print("# sesame-bench server: dev server on 127.0.0.1:\(port), \(seconds) s per measurement")
+        print("# sesame-bench server: dev server on 127.0.0.1:\(port), file DB, \(seconds) s per measurement")
 
         let login = try BenchClient(port: port)
         let auth = try login.request(
@@ -64,10 +70,24 @@ enum ServerBenchmark {
         }
         let refreshRate = try refreshLoad(port: port, tokens: tokens, seconds: seconds)
 
+        // The OIDC routes, and the ES256 signing rate they are bounded by (a refresh signs two tokens).
+        let key = try JWK.generate(for: .es256)
+        let claims = JWTClaims(["iss": .string(issuer), "sub": "bench", "aud": "sesame-cli", "exp": 4_102_444_800])
+        let signRate = try measure(seconds: seconds) { blackHole(try JWT.sign(claims, key: key, algorithm: .es256)) }
+        let oidc = try OIDCServerBenchmark.run(
+            port: port, email: "bench@example.com", password: "bench-password", seconds: seconds)
+
         report("jose_es256_verify", ceiling)
+        report("jose_es256_sign", signRate)
         report("server_me", meRate)
         report("server_refresh_token", refreshRate)
         report("ratio_me_over_es256_verify", meRate / ceiling)
+        report("oidc_userinfo", oidc.userInfo)
+        report("oidc_token_refresh", oidc.refresh)
+        report("oidc_token_code_exchange", oidc.codeExchange)
+        report("ratio_userinfo_over_es256_verify", oidc.userInfo / ceiling)
+        report("ratio_refresh_over_es256_sign", oidc.refresh / signRate)
+        report("ratio_code_exchange_over_es256_sign", oidc.codeExchange / signRate)
         if let wrk = wrkRate(port: port, bearer: accessToken, seconds: seconds) { report("wrk_server_me", wrk) }
     }
 
@@ -120,7 +140,7 @@ enum ServerBenchmark {
     }
 }
 
-private final class LockedCounts: @unchecked Sendable {
+final class LockedCounts: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var sum = 0
@@ -178,15 +198,22 @@ final class BenchClient {
 
     /// Reads one response; returns its status and body.
     private func readResponse() throws -> (Int, [UInt8]) {
+        let (status, _, body) = try readResponse(keepingHead: false)
+        return (status, body)
+    }
+
+    /// Reads one response; returns its status, its head (when asked for) and its body.
+    private func readResponse(keepingHead: Bool) throws -> (Int, String, [UInt8]) {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             if let end = headEnd() {
                 let status = end >= 12 ? buffer[9..<12].reduce(0) { $0 * 10 + Int($1) - 48 } : 0
                 let length = contentLength(end)
                 if buffer.count >= end + 4 + length {
+                    let head = keepingHead ? String(decoding: buffer[..<end], as: UTF8.self) : ""
                     let body = Array(buffer[(end + 4)..<(end + 4 + length)])
                     buffer.removeFirst(end + 4 + length)
-                    return (status, body)
+                    return (status, head, body)
                 }
             }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -234,6 +261,19 @@ final class BenchClient {
         if let bearer { text += "Authorization: Bearer \(bearer)\r\n" }
         if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
         return text + "\r\n" + (body ?? "")
+    }
+
+    /// Sends a request with extra header lines and a form body; returns status, head and body.
+    func form(_ method: String, _ path: String, headers: [String] = [], form: String? = nil) throws
+        -> (status: Int, head: String, body: [UInt8])
+    {
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for header in headers { text += header + "\r\n" }
+        if let form {
+            text += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n"
+        }
+        try write(text + "\r\n" + (form ?? ""))
+        return try readResponse(keepingHead: true)
     }
 
     func raw(_ method: String, _ path: String, body: String? = nil) throws -> String {

@@ -113,6 +113,8 @@ public final class DevServer: Sendable {
     let formSecret = JOSECrypto.randomBytes(32)
     /// Serialises key rotations.
     let rotationLock = NSLock()
+    /// OIDC access tokens whose signature and claims were verified, by their exact text, with their expiry.
+    let verifiedAccessTokens = LockedValue<[String: (claims: JWTClaims, expiresAt: Date)]>([:])
 
     /// Opens the database and prepares keys and seeded users; ``start()`` begins serving.
     ///

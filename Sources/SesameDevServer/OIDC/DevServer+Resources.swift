@@ -5,10 +5,31 @@ import SesameLoopback
 /// `/userinfo` (OIDC Core §5.3), `/revoke` (RFC 7009) and `/end-session` (RP-Initiated Logout 1.0).
 extension DevServer {
     /// The grant of a valid OIDC access token, with its claims; nil for an invalid, expired or revoked one.
+    ///
+    /// A token verified once is remembered (by its exact text) until it expires, so a client calling UserInfo in
+    /// a loop costs a lookup, not a signature verification; expiry and the grant's revocation are still checked on
+    /// every call.
     func oidcAccess(_ token: String) -> (grant: DevStore.Grant, claims: JWTClaims)? {
-        guard let verifier = state.withLock({ $0.accessVerifier }),
-            let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
-            let grantID = claims["gid"]?.stringValue, let grant = try? store.activeGrant(id: grantID),
+        let time = currentDate
+        var claims = verifiedAccessTokens.withLock { cache -> JWTClaims? in
+            guard let entry = cache[token] else { return nil }
+            guard entry.expiresAt > time else {
+                cache[token] = nil
+                return nil
+            }
+            return entry.claims
+        }
+        if claims == nil {
+            guard let verifier = state.withLock({ $0.accessVerifier }),
+                let verified = try? verifier.verifiedClaims(of: token, now: time), let expiry = verified.expiresAt
+            else { return nil }
+            verifiedAccessTokens.withLock { cache in
+                if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
+                cache[token] = (verified, expiry)
+            }
+            claims = verified
+        }
+        guard let claims, let grantID = claims["gid"]?.stringValue, let grant = try? store.activeGrant(id: grantID),
             claims.subject.map({ $0.utf8.elementsEqual(grant.user.id.utf8) }) == true
         else { return nil }
         return (grant, claims)

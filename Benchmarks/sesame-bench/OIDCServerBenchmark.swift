@@ -1,0 +1,150 @@
+import Foundation
+import SesameDevServer
+import SesameJOSE
+
+/// The OIDC routes of `sesame-bench server`: `/token` code exchange, `/token` refresh (rotation persisted in a
+/// file-backed SQLite database) and `/userinfo`, each beside the ES256 sign and verify rates of the same run.
+enum OIDCServerBenchmark {
+    static let verifier = "sesame-bench-verifier-0123456789-abcdefghijklmnopqrstuvwxyz"
+    static let redirect = "http://127.0.0.1:53682/callback"
+
+    static var authorizePath: String {
+        let challenge = Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8)))
+        return "/authorize?client_id=sesame-cli&response_type=code&code_challenge_method=S256&code_challenge="
+            + challenge + "&redirect_uri=" + escape(redirect) + "&scope=openid+email+offline_access&state=s&nonce=n"
+    }
+
+    static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+
+    static func header(_ name: String, in head: String) -> String? {
+        head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
+            .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
+    }
+
+    static func cookie(_ name: String, in head: String) -> String? {
+        head.components(separatedBy: "\r\n").compactMap { line -> String? in
+            guard line.lowercased().hasPrefix("set-cookie: \(name)=") else { return nil }
+            return String(line.dropFirst("set-cookie: \(name)=".count).prefix { $0 != ";" })
+        }.first
+    }
+
+    /// Signs in once through the form; returns the browser-session cookie header.
+    static func signIn(_ client: BenchClient, email: String, password: String) throws -> String {
+        let page = try client.form("GET", authorizePath)
+        let html = String(decoding: page.body, as: UTF8.self)
+        guard let csrfCookie = cookie("sesame_csrf", in: page.head) else { throw BenchmarkError("no CSRF cookie") }
+        var fields: [String] = []
+        for piece in html.components(separatedBy: "<form")[1].components(separatedBy: "<input type=\"hidden\" name=\"")
+            .dropFirst()
+        {
+            let parts = piece.components(separatedBy: "\" value=\"")
+            let value = parts[1].prefix { $0 != "\"" }.replacingOccurrences(of: "&amp;", with: "&")
+            fields.append(escape(parts[0]) + "=" + escape(value))
+        }
+        fields += ["email=" + escape(email), "password=" + escape(password)]
+        let posted = try client.form(
+            "POST", "/authorize", headers: ["Cookie: sesame_csrf=\(csrfCookie)"], form: fields.joined(separator: "&"))
+        guard posted.status == 303, let session = cookie("sesame_session", in: posted.head) else {
+            throw BenchmarkError("sign-in failed: \(posted.status)")
+        }
+        return "Cookie: sesame_session=\(session)"
+    }
+
+    /// A code from the browser session (no form: the session skips it).
+    static func code(_ client: BenchClient, session: String) throws -> String {
+        let response = try client.form("GET", authorizePath, headers: [session])
+        guard response.status == 302, let location = header("Location", in: response.head),
+            let code = URLComponents(string: location)?.queryItems?.first(where: { $0.name == "code" })?.value
+        else { throw BenchmarkError("no code: \(response.status)") }
+        return code
+    }
+
+    static func exchange(_ client: BenchClient, code: String) throws -> JOSEValue {
+        let response = try client.form(
+            "POST", "/token",
+            form: "grant_type=authorization_code&client_id=sesame-cli&code_verifier=\(verifier)&redirect_uri="
+                + escape(redirect) + "&code=" + escape(code))
+        guard response.status == 200 else { throw BenchmarkError("code exchange answered \(response.status)") }
+        return try JOSEValue.parse(response.body)
+    }
+
+    struct Rates {
+        let codeExchange: Double
+        let refresh: Double
+        let userInfo: Double
+    }
+
+    static func run(port: Int, email: String, password: String, seconds: Double) throws -> Rates {
+        let client = try BenchClient(port: port)
+        let session = try signIn(client, email: email, password: password)
+
+        // Code exchange: codes are made in batches outside the clock, exchanged on it.
+        var exchanged = 0
+        var spent: TimeInterval = 0
+        var lastTokens: JOSEValue = .null
+        while spent < seconds {
+            let codes = try (0..<200).map { _ in try code(client, session: session) }
+            let start = Date()
+            for code in codes { lastTokens = try exchange(client, code: code) }
+            spent += Date().timeIntervalSince(start)
+            exchanged += codes.count
+        }
+        guard let access = lastTokens["access_token"]?.stringValue else { throw BenchmarkError("no access token") }
+
+        // Two pipelined connections, one per core (a server thread serves each).
+        let userInfoCounts = LockedCounts()
+        let userInfoGroup = DispatchGroup()
+        for _ in 0..<2 {
+            userInfoGroup.enter()
+            Thread {
+                defer { userInfoGroup.leave() }
+                let rate =
+                    (try? BenchClient(port: port).pipelinedGets(
+                        "/userinfo", bearer: access, depth: 16, seconds: seconds)) ?? 0
+                userInfoCounts.add(Int(rate))
+            }.start()
+        }
+        userInfoGroup.wait()
+        let userInfo = Double(userInfoCounts.total)
+
+        // Refresh chains: each connection rotates its own grant, request after response.
+        let chains = 4
+        let tokens = try (0..<chains).map { _ -> String in
+            guard
+                let token = try exchange(client, code: try code(client, session: session))["refresh_token"]?
+                    .stringValue
+            else { throw BenchmarkError("no refresh token") }
+            return token
+        }
+        let counts = LockedCounts()
+        let group = DispatchGroup()
+        let deadline = Date().addingTimeInterval(seconds)
+        let start = Date()
+        for token in tokens {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                guard let client = try? BenchClient(port: port) else { return }
+                var current = token
+                var done = 0
+                while Date() < deadline {
+                    guard
+                        let response = try? client.form(
+                            "POST", "/token",
+                            form: "grant_type=refresh_token&client_id=sesame-cli&refresh_token=" + current),
+                        response.status == 200,
+                        let next = (try? JOSEValue.parse(response.body))?["refresh_token"]?.stringValue
+                    else { break }
+                    current = next
+                    done += 1
+                }
+                counts.add(done)
+            }.start()
+        }
+        group.wait()
+        let refresh = Double(counts.total) / Date().timeIntervalSince(start)
+        return Rates(codeExchange: Double(exchanged) / spent, refresh: refresh, userInfo: userInfo)
+    }
+}
