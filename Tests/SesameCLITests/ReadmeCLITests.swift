@@ -6,25 +6,23 @@ import Testing
     static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("README.md")
 
-    /// The ```sh block that follows the `cli-walkthrough` marker.
-    static func walkthrough() throws -> String {
+    /// The ```sh block that follows the `<!-- NAME` marker.
+    static func walkthrough(_ name: String = "cli-walkthrough") throws -> String {
         let text = try String(contentsOf: readme, encoding: .utf8)
-        guard let marker = text.range(of: "<!-- cli-walkthrough"),
+        guard let marker = text.range(of: "<!-- \(name)"),
             let open = text.range(of: "```sh\n", range: marker.upperBound..<text.endIndex),
             let close = text.range(of: "\n```", range: open.upperBound..<text.endIndex)
         else { throw CocoaError(.fileReadCorruptFile) }
         return String(text[open.upperBound..<close.lowerBound])
     }
 
-    @Test("README: the CLI walk-through runs top to bottom in a fresh folder (the alias as the README defines it)")
-    func walkthroughRuns() throws {
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+    /// Runs `block` with bash in a fresh folder, `sesame` aliased to the clone's binary.
+    static func run(_ block: String, in folder: URL) throws -> (status: Int32, stdout: String, stderr: String) {
         // The README's alias line, with the clone's binary: `alias sesame="$PWD/.build/debug/sesame"`.
         let script = """
             set -e
             alias sesame='\(CLIRunner.binary.path)'
-            \(try Self.walkthrough())
+            \(block)
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -43,17 +41,42 @@ import Testing
         let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(stderr)")
+        return (process.terminationStatus, stdout, stderr)
+    }
+
+    @Test("README: the CLI walk-through runs top to bottom in a fresh folder (the alias as the README defines it)")
+    func walkthroughRuns() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (status, stdout, stderr) = try Self.run(try Self.walkthrough(), in: folder)
+        #expect(status == 0, "\(stderr)")
         #expect(stdout.contains("alice@example.com") && stdout.contains("\"sub\"") && stdout.contains("\"aud\""))
         #expect(stderr.contains("signed in as alice@example.com") && stderr.contains("signed out"))
-        for file in ["dev.sqlite", "serve.log", "key.json", "jwks.json", "token.txt"] {
-            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file)")
-        }
-        // Everything the walk-through writes is ignored by git in a clone.
+        try Self.expectWritten(["dev.sqlite", "serve.log", "key.json", "jwks.json", "token.txt"], in: folder)
+    }
+
+    @Test("README: the OpenID Connect provider walk-through runs as written")
+    func oidcWalkthroughRuns() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (status, stdout, stderr) = try Self.run(try Self.walkthrough("oidc-walkthrough"), in: folder)
+        #expect(status == 0, "\(stderr)")
+        #expect(stdout.contains("\"role\": \"admin\"") && stdout.contains("\"user_code\""))
+        let discovery = try String(contentsOf: folder.appendingPathComponent("discovery.json"), encoding: .utf8)
+        #expect(discovery.contains("\"code_challenge_methods_supported\":[\"S256\"]"))
+        let tests = try String(contentsOf: folder.appendingPathComponent("rp-tests.json"), encoding: .utf8)
+        #expect(tests.contains("oidcc-client-test-invalid-aud"))
+        try Self.expectWritten(
+            ["oidc.log", "discovery.json", "minted.json", "access.txt", "rp-tests.json"], in: folder)
+    }
+
+    /// Each file exists, and is ignored by git in a clone.
+    static func expectWritten(_ files: [String], in folder: URL) throws {
         let ignored = try String(
-            contentsOf: Self.readme.deletingLastPathComponent().appendingPathComponent(".gitignore"), encoding: .utf8)
-        for file in ["/dev.sqlite", "/serve.log", "/key.json", "/jwks.json", "/token.txt"] {
-            #expect(ignored.contains(file))
+            contentsOf: readme.deletingLastPathComponent().appendingPathComponent(".gitignore"), encoding: .utf8)
+        for file in files {
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file)")
+            #expect(ignored.contains("/" + file), "\(file) in .gitignore")
         }
     }
 }
