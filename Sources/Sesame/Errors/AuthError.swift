@@ -50,6 +50,25 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         public static let decoding = Code(rawValue: "decoding")
         /// The library was configured or called wrongly.
         public static let configuration = Code(rawValue: "configuration")
+        /// A provider named another issuer than the one configured: in its discovery document, or in an
+        /// authorization response's `iss` (RFC 9207, a mix-up defence).
+        public static let issuerMismatch = Code(rawValue: "issuer_mismatch")
+        /// An endpoint is plain http and not on loopback.
+        public static let insecureEndpoint = Code(rawValue: "insecure_endpoint")
+        /// The authorization response is not the answer to the request this client made: a missing or different
+        /// `state`, a missing `iss` the provider promised, or no pending request at all.
+        public static let invalidAuthorizationResponse = Code(rawValue: "invalid_authorization_response")
+        /// The provider answered the authorization request with an error (`access_denied`, `login_required`, …;
+        /// see ``AuthError/serverResponse``).
+        public static let authorizationFailed = Code(rawValue: "authorization_failed")
+        /// An ID token failed validation (OIDC Core §3.1.3.7); ``AuthError/reason`` says which rule.
+        public static let idTokenRejected = Code(rawValue: "id_token_rejected")
+        /// A UserInfo response failed validation (its `sub` differs from the ID token's).
+        public static let userInfoRejected = Code(rawValue: "userinfo_rejected")
+        /// The user cancelled the sign-in.
+        public static let cancelled = Code(rawValue: "cancelled")
+        /// The device code expired before the user approved it (RFC 8628 `expired_token`).
+        public static let deviceCodeExpired = Code(rawValue: "device_code_expired")
     }
 
     /// The code.
@@ -60,6 +79,11 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     public let statusCode: Int?
     /// The server's error answer, verbatim, when there was one.
     public let serverResponse: ServerErrorResponse?
+    /// The rule that failed, for ``Code/idTokenRejected`` and ``Code/userInfoRejected``: a `JOSEError` code
+    /// (`issuer_mismatch`, `audience_mismatch`, `nonce_mismatch`, `signature_invalid`, `ambiguous_key`, …) or one
+    /// of `at_hash_mismatch`, `subject_changed`, `issuer_changed`, `auth_time_missing`, `auth_time_too_old`,
+    /// `subject_mismatch`.
+    public internal(set) var reason: String?
 
     /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverResponse: ServerErrorResponse? = nil) {

@@ -1,0 +1,193 @@
+public import Foundation
+public import SesameJOSE
+
+/// A provider's JWK Set, fetched once and refetched when a token names a key it does not have — such refetches at
+/// most once per ``minimumRefetchInterval``, so a stream of forged `kid`s cannot make the client hammer the
+/// provider.
+public actor JWKSCache {
+    /// The `jwks_uri`.
+    public nonisolated let url: URL
+    /// The shortest time between two fetches caused by unknown keys.
+    ///
+    /// Default 60 s.
+    public nonisolated let minimumRefetchInterval: TimeInterval
+    private let transport: any HTTPTransport
+    private let timeSource: any TimeSource
+    private var current: JWKSet?
+    private var refetchedAt: Date?
+    private var inFlight: Task<JWKSet, any Error>?
+
+    /// Creates a cache; nothing is fetched until keys are needed.
+    public init(
+        url: URL, transport: any HTTPTransport = SesameHTTP.platformTransport,
+        timeSource: any TimeSource = SystemTimeSource(), minimumRefetchInterval: TimeInterval = 60
+    ) {
+        self.url = url
+        self.transport = transport
+        self.timeSource = timeSource
+        self.minimumRefetchInterval = minimumRefetchInterval
+    }
+
+    /// The cached keys, fetched the first time.
+    public func keys() async throws -> JWKSet {
+        if let current { return current }
+        return try await fetch()
+    }
+
+    /// Fetches again for a key the cache does not have, unless such a refetch happened less than
+    /// ``minimumRefetchInterval`` ago; nil when it is too soon.
+    public func refreshedKeys() async throws -> JWKSet? {
+        if let refetchedAt, timeSource.now.timeIntervalSince(refetchedAt) < minimumRefetchInterval { return nil }
+        refetchedAt = timeSource.now
+        return try await fetch()
+    }
+
+    private func fetch() async throws -> JWKSet {
+        if let inFlight { return try await inFlight.value }
+        let task = Task { [url, transport] in
+            let response = try await transport.send(
+                SesameHTTP.Request(method: "GET", url: url, headers: ["Accept": "application/json"]))
+            guard response.status == 200 else { throw AuthError.unexpected(response) }
+            do {
+                return try JWKSet(json: response.body)
+            } catch {
+                throw AuthError(.invalidResponse, "the provider's JWKS at \(url.absoluteString) is unusable: \(error)")
+            }
+        }
+        inFlight = task
+        defer { inFlight = nil }
+        let keys = try await task.value
+        current = keys
+        return keys
+    }
+}
+
+/// Validates ID tokens as OIDC Core §3.1.3.7 says, and more strictly than it requires: the signature is always
+/// verified (also for tokens from the token endpoint), with an algorithm the provider lists and the key allows.
+public struct IDTokenValidator: Sendable {
+    /// The issuer, compared byte for byte.
+    public var issuer: String
+    /// The client ID: `aud` must contain it, and `azp` must name it when present or when `aud` has others.
+    public var clientID: String
+    /// The acceptable signature algorithms: the provider's `id_token_signing_alg_values_supported` (RS256 when it
+    /// lists none), never `none` nor HMAC.
+    public var allowedAlgorithms: Set<JWSAlgorithm>
+    /// Clock-skew allowance for `exp`, `iat` and `auth_time`.
+    ///
+    /// Default 60 s.
+    public var leeway: TimeInterval = 60
+    /// Added to the local clock: the provider's clock minus ours, when learned (from an HTTP `Date` header).
+    public var clockOffset: TimeInterval = 0
+
+    /// A validator for `issuer` and `clientID`.
+    public init(issuer: String, clientID: String, algorithms: [String] = []) {
+        self.issuer = issuer
+        self.clientID = clientID
+        let listed = Set(algorithms.compactMap(JWSAlgorithm.init(name:))).intersection(JWSAlgorithm.asymmetric)
+        allowedAlgorithms = algorithms.isEmpty ? [.rs256] : listed
+    }
+
+    /// What to expect of one ID token.
+    public struct Expectations: Sendable {
+        /// The `nonce` sent with the authorization request (nil after a refresh: then it need not be present).
+        public var nonce: String?
+        /// The access token issued with it, to check `at_hash` when present.
+        public var accessToken: String?
+        /// The `max_age` requested: `auth_time` is then required and must be recent enough.
+        public var maxAge: TimeInterval?
+        /// After a refresh: the original ID token's claims, whose `iss` and `sub` must not change (OIDC Core
+        /// §12.2).
+        public var original: JWTClaims?
+
+        /// Creates expectations.
+        public init(
+            nonce: String? = nil, accessToken: String? = nil, maxAge: TimeInterval? = nil, original: JWTClaims? = nil
+        ) {
+            self.nonce = nonce
+            self.accessToken = accessToken
+            self.maxAge = maxAge
+            self.original = original
+        }
+    }
+
+    /// Validates `token` and returns its claims.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/idTokenRejected`` and the failing rule in
+    ///   ``AuthError/reason``; transport errors while fetching keys.
+    public func validate(_ token: String, expecting expectations: Expectations, keys: JWKSCache, now: Date)
+        async throws -> JWTClaims
+    {
+        let time = now.addingTimeInterval(clockOffset)
+        var policy = ClaimValidationPolicy(
+            issuer: issuer, audience: clientID, nonce: expectations.nonce, leeway: leeway,
+            requiredClaims: ["exp", "iat", "sub", "aud", "iss"])
+        policy.acceptedTypes = ["jwt"]
+        var claims: JWTClaims
+        do {
+            let header = try JWT.unverified(token).header
+            guard let algorithm = header.algorithm, allowedAlgorithms.contains(algorithm) else {
+                throw JOSEError(
+                    .algorithmNotAllowed,
+                    "the ID token is signed with \(PrintableText.sanitized(header.algorithmName)), which this provider does not list"
+                )
+            }
+            // No kid and several keys that could have signed it: refuse rather than try them all.
+            let cached = try await keys.keys()
+            if header.keyID == nil, cached.keys.filter({ $0.canVerify(algorithm) }).count > 1 {
+                throw JOSEError(.ambiguousKey, "the ID token names no kid and several provider keys fit \(algorithm)")
+            }
+            do {
+                claims = try JWTVerifier(keys: cached, policy: policy, allowedAlgorithms: allowedAlgorithms)
+                    .verifiedClaims(of: token, now: time)
+            } catch let error as JOSEError where error.code == .keyNotFound {
+                // The provider may have rotated its keys: refetch once (rate-limited), then try again.
+                guard let fresh = try await keys.refreshedKeys() else { throw error }
+                claims = try JWTVerifier(keys: fresh, policy: policy, allowedAlgorithms: allowedAlgorithms)
+                    .verifiedClaims(of: token, now: time)
+            }
+        } catch let error as JOSEError {
+            throw Self.rejection(error.code.rawValue, "the ID token was rejected: \(error)")
+        }
+        if let accessToken = expectations.accessToken, let atHash = claims["at_hash"] {
+            let algorithm = try JWT.unverified(token).header.algorithm ?? .rs256
+            guard let stated = atHash.stringValue,
+                ByteExact.equals(stated, Self.leftHalfHash(accessToken, algorithm: algorithm))
+            else { throw Self.rejection("at_hash_mismatch", "the ID token's at_hash does not match the access token") }
+        }
+        if let maxAge = expectations.maxAge {
+            guard let authTime = claims["auth_time"]?.doubleValue else {
+                throw Self.rejection("auth_time_missing", "max_age was requested but the ID token has no auth_time")
+            }
+            guard time.timeIntervalSince1970 - authTime <= maxAge + leeway else {
+                throw Self.rejection("auth_time_too_old", "the sign-in is older than the max_age requested")
+            }
+        }
+        if let original = expectations.original {
+            guard let sub = claims.subject, let originalSub = original.subject, ByteExact.equals(sub, originalSub)
+            else { throw Self.rejection("subject_changed", "the refreshed ID token names another subject") }
+            guard let iss = claims.issuer, let originalIss = original.issuer, ByteExact.equals(iss, originalIss) else {
+                throw Self.rejection("issuer_changed", "the refreshed ID token names another issuer")
+            }
+        }
+        return claims
+    }
+
+    static func rejection(_ reason: String, _ message: String) -> AuthError {
+        var error = AuthError(.idTokenRejected, message)
+        error.reason = reason
+        return error
+    }
+
+    /// The base64url left half of the access token's hash with the ID token's algorithm's hash (OIDC Core
+    /// §3.1.3.6; SHA-512 for EdDSA).
+    static func leftHalfHash(_ text: String, algorithm: JWSAlgorithm) -> String {
+        let bytes = Array(text.utf8)
+        let digest: [UInt8] =
+            switch algorithm.name {
+            case "RS384", "PS384", "ES384": JOSECrypto.sha384(bytes)
+            case "RS512", "PS512", "ES512", "EdDSA", "Ed25519": JOSECrypto.sha512(bytes)
+            default: JOSECrypto.sha256(bytes)
+            }
+        return Base64URL.encode(digest.prefix(digest.count / 2))
+    }
+}

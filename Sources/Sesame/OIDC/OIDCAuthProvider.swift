@@ -1,0 +1,372 @@
+public import Foundation
+public import SesameJOSE
+
+/// An OpenID Connect (or plain OAuth 2.0) provider for a public client: authorization code with PKCE S256, ID
+/// tokens verified against the provider's keys, refresh, UserInfo, revocation, RP-initiated logout and the device
+/// grant. It is the ``AuthProvider`` an ``AuthSession`` refreshes and signs out through.
+///
+/// ```swift
+/// let provider = try await OIDCAuthProvider.discover(
+///     issuer: URL(string: "https://id.example.com")!,
+///     configuration: .init(clientID: "my-app", redirectURI: "com.example.app:/callback"))
+/// let pending = try await provider.authorizationRequest()
+/// // open pending.url in a user agent; when the redirect arrives:
+/// let tokens = try await provider.completeAuthorization(redirect: callbackURL, pending: pending)
+/// ```
+public struct OIDCAuthProvider: AuthProvider {
+    /// The client's registration and choices.
+    public struct Configuration: Sendable {
+        /// The `client_id`.
+        public var clientID: String
+        /// The redirect URI, exactly as registered.
+        public var redirectURI: String
+        /// The scopes; `openid` makes it OpenID Connect (ID tokens), `offline_access` asks for a refresh token.
+        public var scopes: [String] = ["openid", "profile", "email", "offline_access"]
+        /// Use PAR (RFC 9126): ``PushedRequests/whenAdvertised`` by default, always when the provider requires it.
+        public var pushedRequests: PushedRequests = .whenAdvertised
+        /// Clock-skew allowance for ID tokens.
+        ///
+        /// Default 60 s.
+        public var leeway: TimeInterval = 60
+        /// Learn the provider's clock from the HTTP `Date` header of token responses and validate ID tokens by it,
+        /// for devices whose clock is wrong.
+        ///
+        /// Default on.
+        public var learnsClockFromDateHeader = true
+
+        /// When to push authorization requests.
+        public enum PushedRequests: Sendable {
+            /// When the provider lists a PAR endpoint.
+            case whenAdvertised
+            /// Always (an error if the provider has no PAR endpoint).
+            case always
+            /// Only when the provider requires it.
+            case whenRequired
+        }
+
+        /// A configuration.
+        public init(clientID: String, redirectURI: String, scopes: [String]? = nil) {
+            self.clientID = clientID
+            self.redirectURI = redirectURI
+            if let scopes { self.scopes = scopes }
+        }
+    }
+
+    /// The provider's metadata.
+    public let metadata: OIDCProviderMetadata
+    /// The configuration.
+    public let configuration: Configuration
+    /// The provider's keys (nil for plain OAuth 2.0).
+    public let keys: JWKSCache?
+    private let transport: any HTTPTransport
+    let timeSource: any TimeSource
+    private let clock = LockedValue<TimeInterval>(0)
+    /// How the device flow waits between polls (tests inject one that does not sleep).
+    let sleep: @Sendable (TimeInterval) async throws -> Void
+
+    /// A provider from metadata (discovered, or configured by hand).
+    public init(
+        metadata: OIDCProviderMetadata, configuration: Configuration,
+        transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource(),
+        sleep: @escaping @Sendable (TimeInterval) async throws -> Void = { try await Task.sleep(for: .seconds($0)) }
+    ) {
+        self.metadata = metadata
+        self.configuration = configuration
+        self.transport = transport
+        self.timeSource = timeSource
+        self.sleep = sleep
+        keys = metadata.jwksURI.map { JWKSCache(url: $0, transport: transport, timeSource: timeSource) }
+    }
+
+    /// Discovers `issuer` (``OIDCProviderMetadata/discover(issuer:transport:allowInsecureHTTP:)``) and makes a
+    /// provider.
+    public static func discover(
+        issuer: URL, configuration: Configuration, transport: any HTTPTransport = SesameHTTP.platformTransport,
+        timeSource: any TimeSource = SystemTimeSource(), allowInsecureHTTP: Bool = false
+    ) async throws -> OIDCAuthProvider {
+        let metadata = try await OIDCProviderMetadata.discover(
+            issuer: issuer, transport: transport, allowInsecureHTTP: allowInsecureHTTP)
+        return OIDCAuthProvider(
+            metadata: metadata, configuration: configuration, transport: transport, timeSource: timeSource)
+    }
+
+    var wantsOpenID: Bool { configuration.scopes.contains("openid") && metadata.isOpenIDConnect }
+
+    var validator: IDTokenValidator? {
+        guard let issuer = metadata.issuer, metadata.isOpenIDConnect else { return nil }
+        var validator = IDTokenValidator(
+            issuer: issuer, clientID: configuration.clientID, algorithms: metadata.idTokenSigningAlgorithms)
+        validator.leeway = configuration.leeway
+        validator.clockOffset = clock.withLock { $0 }
+        return validator
+    }
+
+    // MARK: Authorization
+
+    /// A new authorization request: fresh PKCE verifier, `state` and `nonce`; pushed first when PAR is chosen.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/configuration`` when the provider does not support S256 or PAR
+    ///   is required but missing; the PAR endpoint's errors.
+    public func authorizationRequest(_ options: AuthorizationOptions = AuthorizationOptions()) async throws
+        -> PendingAuthorization
+    {
+        if !metadata.codeChallengeMethods.isEmpty, !metadata.codeChallengeMethods.contains("S256") {
+            throw AuthError(.configuration, "the provider does not support PKCE S256")
+        }
+        let verifier = PendingAuthorization.randomSecret()
+        let state = PendingAuthorization.randomSecret()
+        let nonce = configuration.scopes.contains("openid") ? PendingAuthorization.randomSecret() : nil
+        var parameters: [(String, String)] = [
+            ("response_type", "code"), ("client_id", configuration.clientID),
+            ("redirect_uri", configuration.redirectURI), ("scope", configuration.scopes.joined(separator: " ")),
+            ("state", state), ("code_challenge", PendingAuthorization.challenge(for: verifier)),
+            ("code_challenge_method", "S256"),
+        ]
+        if let nonce { parameters.append(("nonce", nonce)) }
+        if let prompt = options.prompt { parameters.append(("prompt", prompt)) }
+        if let maxAge = options.maxAge { parameters.append(("max_age", String(Int(maxAge)))) }
+        if let hint = options.loginHint { parameters.append(("login_hint", hint)) }
+        let reserved = Set(parameters.map(\.0))
+        for (name, value) in options.additionalParameters.sorted(by: { $0.key < $1.key })
+        where !reserved.contains(name) {
+            parameters.append((name, value))
+        }
+        let push: Bool
+        switch configuration.pushedRequests {
+        case .always: push = true
+        case .whenAdvertised: push = metadata.pushedAuthorizationRequestEndpoint != nil
+        case .whenRequired: push = metadata.requiresPushedAuthorizationRequests
+        }
+        var query = parameters
+        if push || metadata.requiresPushedAuthorizationRequests {
+            guard let endpoint = metadata.pushedAuthorizationRequestEndpoint else {
+                throw AuthError(.configuration, "PAR was chosen but the provider has no PAR endpoint")
+            }
+            let response = try await postForm(endpoint, parameters)
+            guard response.status == 201 || response.status == 200,
+                let json = try? JOSEValue.parse(response.body), let uri = json["request_uri"]?.stringValue
+            else { throw Self.failure(response, "the pushed authorization request was refused") }
+            query = [("client_id", configuration.clientID), ("request_uri", uri)]
+        }
+        guard var components = URLComponents(url: metadata.authorizationEndpoint, resolvingAgainstBaseURL: false)
+        else { throw AuthError(.configuration, "the authorization endpoint is not a URL") }
+        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+        components.percentEncodedQuery = existing + Self.formEncode(query)
+        guard let url = components.url else { throw AuthError(.configuration, "the authorization URL is invalid") }
+        return PendingAuthorization(
+            url: url, redirectURI: configuration.redirectURI, codeVerifier: verifier, state: state, nonce: nonce,
+            maxAge: options.maxAge, createdAt: timeSource.now)
+    }
+
+    /// Completes a sign-in from the redirect: checks `iss` (RFC 9207) first, then `state`, then an `error`, then
+    /// exchanges the code once and validates the ID token.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/issuerMismatch``, ``AuthError/Code/invalidAuthorizationResponse``
+    ///   (missing or different `state`, missing `iss` the provider promised, no code),
+    ///   ``AuthError/Code/authorizationFailed`` (the provider's error and description),
+    ///   ``AuthError/Code/idTokenRejected``, token-endpoint errors.
+    public func completeAuthorization(redirect: URL, pending: PendingAuthorization) async throws -> TokenSet {
+        let response = try AuthorizationResponse(url: redirect)
+        let parameters = response.parameters
+        if let issuer = metadata.issuer {
+            if let stated = parameters["iss"] {
+                guard ByteExact.equals(stated, issuer) else {
+                    throw AuthError(
+                        .issuerMismatch, "the authorization response comes from \(stated), not \(issuer) (mix-up?)")
+                }
+            } else if metadata.authorizationResponseIssuerSupported {
+                throw AuthError(
+                    .invalidAuthorizationResponse, "the authorization response has no iss, which the provider promised")
+            }
+        }
+        guard let state = parameters["state"] else {
+            throw AuthError(.invalidAuthorizationResponse, "the authorization response has no state")
+        }
+        guard ConstantTime.equals(Array(state.utf8), Array(pending.state.utf8)) else {
+            throw AuthError(.invalidAuthorizationResponse, "the authorization response's state is not this request's")
+        }
+        if let error = parameters["error"] {
+            let body = ServerErrorResponse(
+                statusCode: 0, error: error, errorDescription: parameters["error_description"],
+                errorURI: parameters["error_uri"])
+            throw AuthError(
+                error == "access_denied" ? .cancelled : .authorizationFailed, "the provider answered \(error)",
+                serverResponse: body)
+        }
+        guard let code = parameters["code"], !code.isEmpty else {
+            throw AuthError(.invalidAuthorizationResponse, "the authorization response has neither code nor error")
+        }
+        let answer = try await postForm(
+            metadata.tokenEndpoint,
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectURI),
+                ("client_id", configuration.clientID), ("code_verifier", pending.codeVerifier),
+            ])
+        guard answer.status == 200 else { throw Self.failure(answer, "the code exchange was refused") }
+        return try await tokens(
+            from: answer, expecting: IDTokenValidator.Expectations(nonce: pending.nonce, maxAge: pending.maxAge),
+            previous: nil)
+    }
+
+    // MARK: AuthProvider
+
+    /// Refreshes: the old refresh token is kept when none is returned; a returned ID token is validated (no nonce)
+    /// and must name the same `iss` and `sub` as the original (OIDC Core §12.2).
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/refreshRejected`` for `invalid_grant`, ``AuthError/Code/noRefreshToken``,
+    ///   ``AuthError/Code/idTokenRejected``, transient errors.
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        guard let refreshToken = tokens.refreshToken else {
+            throw AuthError(.noRefreshToken, "there is no refresh token; sign in again")
+        }
+        let response = try await postForm(
+            metadata.tokenEndpoint,
+            [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", configuration.clientID)])
+        guard response.status == 200 else {
+            let error = Self.failure(response, "the refresh was refused")
+            if response.status == 400 || response.status == 401, error.serverResponse?.oauthError == .invalidGrant {
+                throw AuthError(
+                    .refreshRejected, "the provider rejected the refresh token", serverResponse: error.serverResponse)
+            }
+            throw error
+        }
+        let original = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
+        return try await self.tokens(
+            from: response, expecting: IDTokenValidator.Expectations(original: original), previous: tokens)
+    }
+
+    /// Revokes the refresh token, then the access token (RFC 7009).
+    ///
+    /// - Throws: ``AuthError`` when the provider has no revocation endpoint or did not confirm.
+    public func signOut(_ tokens: TokenSet) async throws {
+        guard let endpoint = metadata.revocationEndpoint else {
+            throw AuthError(
+                .configuration, "the provider has no revocation endpoint; the tokens stay valid until they expire")
+        }
+        var revoke: [(String, String)] = []
+        if let refresh = tokens.refreshToken { revoke.append((refresh, "refresh_token")) }
+        revoke.append((tokens.accessToken, "access_token"))
+        for (token, hint) in revoke {
+            let response = try await postForm(
+                endpoint, [("token", token), ("token_type_hint", hint), ("client_id", configuration.clientID)])
+            guard response.status == 200 else { throw Self.failure(response, "the revocation was refused") }
+        }
+    }
+
+    // MARK: UserInfo and logout
+
+    /// UserInfo's claims, with `sub` checked against the ID token's (OIDC Core §5.3.2).
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/userInfoRejected`` (reason `subject_mismatch`), server errors.
+    public func userInfo(for tokens: TokenSet) async throws -> JOSEObject {
+        guard let endpoint = metadata.userInfoEndpoint else {
+            throw AuthError(.configuration, "the provider has no UserInfo endpoint")
+        }
+        let response = try await transport.send(
+            SesameHTTP.Request(
+                method: "GET", url: endpoint,
+                headers: ["Accept": "application/json", "Authorization": "Bearer \(tokens.accessToken)"]))
+        guard response.status == 200 else { throw Self.failure(response, "UserInfo refused the request") }
+        guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue,
+            let sub = object["sub"]?.stringValue
+        else { throw AuthError(.invalidResponse, "the UserInfo response is not a JSON object with a sub") }
+        let expected = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }?.subject ?? tokens.user?.id
+        guard let expected, ByteExact.equals(sub, expected) else {
+            var error = AuthError(.userInfoRejected, "UserInfo describes another subject than the ID token")
+            error.reason = "subject_mismatch"
+            throw error
+        }
+        return object
+    }
+
+    /// The RP-initiated logout URL (`id_token_hint`, a registered `post_logout_redirect_uri`, `state`), or nil
+    /// when the provider has no end-session endpoint.
+    public func endSessionURL(for tokens: TokenSet, postLogoutRedirectURI: String? = nil, state: String? = nil) -> URL?
+    {
+        guard let endpoint = metadata.endSessionEndpoint,
+            var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
+        else { return nil }
+        var pairs: [(String, String)] = [("client_id", configuration.clientID)]
+        if let idToken = tokens.idToken { pairs.append(("id_token_hint", idToken)) }
+        if let postLogoutRedirectURI { pairs.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
+        if let state { pairs.append(("state", state)) }
+        let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+        components.percentEncodedQuery = existing + Self.formEncode(pairs)
+        return components.url
+    }
+
+    // MARK: Plumbing
+
+    func postForm(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
+        try await transport.send(
+            SesameHTTP.Request(
+                method: "POST", url: url,
+                headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+                body: Data(Self.formEncode(pairs).utf8)))
+    }
+
+    /// A token response as a ``TokenSet``, its ID token validated.
+    func tokens(from response: SesameHTTP.Response, expecting: IDTokenValidator.Expectations, previous: TokenSet?)
+        async throws -> TokenSet
+    {
+        let receivedAt = timeSource.now
+        if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
+            let serverDate = Self.httpDate(header)
+        {
+            let offset = serverDate.timeIntervalSince(receivedAt)
+            // Only a skew worth correcting; the Date header has one-second resolution.
+            clock.withLock { $0 = abs(offset) > 5 ? offset : 0 }
+        }
+        guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
+            RESTAuthProvider.isTokenText(access), let type = json["token_type"]?.stringValue,
+            RESTAuthProvider.isTokenText(type), type.utf8.count <= 32
+        else { throw AuthError(.invalidResponse, "the token response has no usable access_token and token_type") }
+        let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
+        guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {
+            throw AuthError(.invalidResponse, "the token response's refresh_token is malformed")
+        }
+        var idToken = previous?.idToken
+        var user = previous?.user
+        if let validator, let keys {
+            if let returned = json["id_token"]?.stringValue {
+                var expectations = expecting
+                expectations.accessToken = access
+                let claims = try await validator.validate(
+                    returned, expecting: expectations, keys: keys, now: receivedAt)
+                idToken = returned
+                user = TokenSet.User(
+                    id: claims.subject ?? "", email: claims["email"]?.stringValue, claims: claims.values.dictionary)
+            } else if previous == nil, wantsOpenID {
+                throw AuthError(.invalidResponse, "the token response has no id_token although openid was requested")
+            }
+        }
+        return TokenSet(
+            accessToken: access, tokenType: type, refreshToken: refresh, idToken: idToken,
+            expiresAt: TokenSet.expiry(
+                expiresIn: json["expires_in"]?.doubleValue, accessToken: access, receivedAt: receivedAt),
+            receivedAt: receivedAt, scope: json["scope"]?.stringValue ?? previous?.scope, user: user)
+    }
+
+    static func failure(_ response: SesameHTTP.Response, _ what: String) -> AuthError {
+        let base = AuthError.unexpected(response)
+        return AuthError(
+            base.code, "\(what): \(base.message)", statusCode: response.status, serverResponse: base.serverResponse)
+    }
+
+    static func formEncode(_ pairs: [(String, String)]) -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        return pairs.map {
+            ($0.0.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") + "="
+                + ($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+        }.joined(separator: "&")
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form RFC 9110 lets a sender use.
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import Testing
+
+/// A clock shared by the dev server and the client, moved by the test.
+final class SharedClock: TimeSource, @unchecked Sendable {
+    // `current` is only touched under `lock`.
+    private let lock = NSLock()
+    private var current = Date()
+    var now: Date { lock.withLock { current } }
+    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
+}
+
+/// The dev server's provider and an `OIDCAuthProvider` against it, with a non-interactive user agent that posts
+/// the real sign-in form.
+struct OIDCClientHarness {
+    let server: DevServer
+    let clock: SharedClock
+    let issuer: URL
+    let browser: TestBrowser
+    static let email = "alice@example.com"
+    static let password = "correct-horse"
+
+    init(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws {
+        let clock = SharedClock()
+        var configuration = DevServer.Configuration()
+        configuration.passwordIterations = 1000
+        configuration.users = [(Self.email, Self.password)]
+        configuration.clock = { clock.now }
+        try configure(&configuration)
+        server = try DevServer(configuration: configuration)
+        issuer = try server.start()
+        self.clock = clock
+        browser = TestBrowser(port: server.port)
+    }
+
+    func stop() { server.stop() }
+
+    func provider(
+        scopes: [String] = ["openid", "email", "offline_access"], timeSource: (any TimeSource)? = nil,
+        sleep: @escaping @Sendable (TimeInterval) async throws -> Void = { _ in }
+    ) async throws -> OIDCAuthProvider {
+        let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback", scopes: scopes)
+        configuration.pushedRequests = .whenRequired
+        return OIDCAuthProvider(
+            metadata: metadata, configuration: configuration, timeSource: timeSource ?? clock, sleep: sleep)
+    }
+
+    /// Opens the authorization URL, posts the sign-in form (or is sent straight back), returns the redirect URL.
+    func userAgent(_ url: URL) throws -> URL {
+        let target = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
+        var page = try browser.get(target)
+        if page.status == 200 {
+            page = try browser.post(
+                "/authorize", form: page.hiddenFields() + [("email", Self.email), ("password", Self.password)])
+        }
+        guard let location = page.location, let redirect = URL(string: location) else {
+            throw AuthError(.invalidResponse, "no redirect: \(page.status)")
+        }
+        return redirect
+    }
+
+    func signIn(_ provider: OIDCAuthProvider, _ options: AuthorizationOptions = AuthorizationOptions()) async throws
+        -> TokenSet
+    {
+        let pending = try await provider.authorizationRequest(options)
+        return try await provider.completeAuthorization(redirect: try userAgent(pending.url), pending: pending)
+    }
+}
+
+@Suite struct OIDCClientTests {
+    @Test(
+        "RP-01 RP-26 RP-35 REV-01: discovery, code + PKCE through the real form, ID token, UserInfo, refresh, revocation"
+    )
+    func happyPath() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let pending = try await provider.authorizationRequest(AuthorizationOptions(loginHint: "alice@example.com"))
+        let query = try #require(URLComponents(url: pending.url, resolvingAgainstBaseURL: false)?.queryItems)
+        #expect(query.first { $0.name == "code_challenge_method" }?.value == "S256")
+        #expect(query.first { $0.name == "code_challenge" }?.value == pending.codeChallenge)
+        #expect(pending.codeVerifier.count == 43 && pending.state.count == 43 && pending.nonce?.count == 43)
+        #expect(!String(describing: pending).contains(pending.codeVerifier))
+        #expect(!String(describing: pending).contains(pending.state))
+        let tokens = try await provider.completeAuthorization(
+            redirect: try oidc.userAgent(pending.url), pending: pending)
+        #expect(tokens.idToken != nil && tokens.refreshToken != nil && tokens.user?.email == "alice@example.com")
+        let info = try await provider.userInfo(for: tokens)
+        #expect(info["sub"] == .string(tokens.user?.id ?? "-"))
+        let refreshed = try await provider.refresh(tokens)
+        #expect(refreshed.refreshToken != tokens.refreshToken && refreshed.user?.id == tokens.user?.id)
+        try await provider.signOut(refreshed)
+        await #expect(throws: AuthError.self) { try await provider.userInfo(for: refreshed) }
+        do {
+            _ = try await provider.refresh(refreshed)
+            Issue.record("a revoked refresh token refreshed")
+        } catch let error as AuthError {
+            #expect(error.code == .refreshRejected)
+        }
+    }
+
+    @Test("a replayed authorization response is refused by the provider; no second session")
+    func replayedCode() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let pending = try await provider.authorizationRequest()
+        let redirect = try oidc.userAgent(pending.url)
+        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
+        await #expect(throws: AuthError.self) {
+            try await provider.completeAuthorization(redirect: redirect, pending: pending)
+        }
+        // And the first session's tokens were revoked by the replay (the provider's defence).
+        await #expect(throws: AuthError.self) { try await provider.userInfo(for: tokens) }
+    }
+
+    @Test("error redirects are typed errors carrying the provider's description; a foreign state is refused")
+    func errorRedirects() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let pending = try await provider.authorizationRequest(AuthorizationOptions(prompt: "none"))
+        do {
+            _ = try await provider.completeAuthorization(redirect: try oidc.userAgent(pending.url), pending: pending)
+            Issue.record("login_required accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .authorizationFailed && error.serverResponse?.error == "login_required")
+        }
+        let other = try await provider.authorizationRequest()
+        let redirect = try oidc.userAgent(other.url)
+        let stranger = try await provider.authorizationRequest()
+        do {
+            _ = try await provider.completeAuthorization(redirect: redirect, pending: stranger)
+            Issue.record("another request's response accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .invalidAuthorizationResponse)
+        }
+    }
+
+    /// What a conforming client does in each RP test mode: accept, or reject with this code and reason.
+    static let outcomes: [RPTestMode: (AuthError.Code, Set<String>)?] = [
+        .invalidIssuer: (.idTokenRejected, ["issuer_mismatch"]),
+        .invalidAudience: (.idTokenRejected, ["audience_mismatch"]),
+        .missingSubject: (.idTokenRejected, ["missing_claim"]),
+        .missingIssuedAt: (.idTokenRejected, ["missing_claim"]),
+        .invalidNonce: (.idTokenRejected, ["nonce_mismatch"]),
+        .invalidSignatureRS256: (.idTokenRejected, ["signature_invalid"]),
+        .invalidSignatureES256: (.idTokenRejected, ["signature_invalid"]),
+        .signatureNone: (.idTokenRejected, ["algorithm_not_allowed"]),
+        .kidAbsentSingleJWKS: nil,
+        .kidAbsentMultipleJWKS: (.idTokenRejected, ["ambiguous_key"]),
+        .userInfoInvalidSubject: (.userInfoRejected, ["subject_mismatch"]),
+        .discoveryIssuerMismatch: (.issuerMismatch, []),
+        .signingKeyRotation: nil,
+        .signingKeyRotationJustBeforeSigning: nil,
+        .refreshTokenInvalidSubject: (.idTokenRejected, ["subject_changed"]),
+        .refreshTokenInvalidIssuer: (.idTokenRejected, ["issuer_mismatch", "issuer_changed"]),
+        .invalidAtHash: (.idTokenRejected, ["at_hash_mismatch"]),
+        .missingAtHash: nil,
+        .invalidAuthorizationResponseIssuer: (.issuerMismatch, []),
+        .removedAuthorizationResponseIssuer: (.invalidAuthorizationResponse, []),
+        .invalidState: (.invalidAuthorizationResponse, []),
+        .happyPathNoDPoPNonce: nil,
+    ]
+
+    @Test("RP-02..RP-37: every RP test mode gets the conforming outcome", arguments: RPTestMode.allCases)
+    func rpTestMode(_ mode: RPTestMode) async throws {
+        let oidc = try OIDCClientHarness { $0.rpTest = mode }
+        defer { oidc.stop() }
+        let expected = try #require(Self.outcomes[mode])
+        do {
+            let provider = try await oidc.provider()
+            // An app that already holds the provider's keys (so rotation modes meet a stale cache).
+            _ = try await provider.keys?.keys()
+            let tokens = try await oidc.signIn(provider)
+            _ = try await provider.userInfo(for: tokens)
+            let refreshed = try await provider.refresh(tokens)
+            _ = try await provider.userInfo(for: refreshed)
+            #expect(expected == nil, "\(mode.rawValue): accepted, but a conforming client rejects")
+        } catch let error as AuthError {
+            guard let (code, reasons) = expected else {
+                Issue.record("\(mode.rawValue): rejected (\(error)), but a conforming client accepts")
+                return
+            }
+            #expect(error.code == code, "\(mode.rawValue): \(error)")
+            if !reasons.isEmpty { #expect(reasons.contains(error.reason ?? "-"), "\(mode.rawValue): \(error)") }
+        }
+    }
+
+    @Test("DEV-01..DEV-06: the device flow polls with the interval, slows down, and yields tokens once approved")
+    func deviceFlow() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let clock = oidc.clock
+        let browser = oidc.browser
+        let sleeps = LockedBox(0)
+        let code = LockedBox("")
+        // Waiting moves the shared clock instead of sleeping; during the third wait the user approves in the browser.
+        let provider = try await oidc.provider(sleep: { seconds in
+            clock.advance(by: seconds)
+            sleeps.value += 1
+            guard sleeps.value == 3 else { return }
+            let page = try browser.get("/device?user_code=\(code.value)")
+            _ = try browser.post(
+                "/device",
+                form: page.hiddenFields() + [
+                    ("user_code", code.value), ("email", OIDCClientHarness.email),
+                    ("password", OIDCClientHarness.password), ("action", "approve"),
+                ])
+        })
+        let authorization = try await provider.deviceAuthorization()
+        code.value = authorization.userCode
+        #expect(authorization.userCode.count == 9 && authorization.interval == 5)
+        #expect(!String(describing: authorization).contains("device_code"))
+        var waits = 0
+        var tokens: TokenSet?
+        for try await progress in provider.deviceTokens(for: authorization) {
+            switch progress {
+            case .waiting(let left, let interval):
+                waits += 1
+                #expect(left > 0 && interval >= 5)
+            case .signedIn(let result): tokens = result
+            }
+        }
+        #expect(tokens?.idToken != nil && tokens?.user?.email == "alice@example.com")
+        #expect(waits == 3 && sleeps.value == 3)
+    }
+
+    @Test("DEV-06: a denied device request ends the stream with a typed error")
+    func deviceDenied() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let clock = oidc.clock
+        let provider = try await oidc.provider(sleep: { clock.advance(by: $0) })
+        let authorization = try await provider.deviceAuthorization()
+        let page = try oidc.browser.get("/device")
+        _ = try oidc.browser.post(
+            "/device",
+            form: page.hiddenFields() + [
+                ("user_code", authorization.userCode), ("email", OIDCClientHarness.email),
+                ("password", OIDCClientHarness.password), ("action", "deny"),
+            ])
+        do {
+            for try await _ in provider.deviceTokens(for: authorization) {}
+            Issue.record("a denied request signed in")
+        } catch let error as AuthError {
+            #expect(error.code == .cancelled)
+        }
+    }
+
+    @Test("https is required except on loopback; discovery refuses an issuer that names another")
+    func discoveryRules() async throws {
+        await #expect(throws: AuthError.self) {
+            _ = try await OIDCProviderMetadata.discover(issuer: URL(string: "http://id.example.com")!)
+        }
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        // The same server under another name for itself: its discovery names 127.0.0.1, not localhost.
+        let other = URL(string: oidc.issuer.absoluteString.replacingOccurrences(of: "127.0.0.1", with: "localhost"))!
+        do {
+            _ = try await OIDCProviderMetadata.discover(issuer: other)
+            Issue.record("a mismatched issuer was accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .issuerMismatch)
+        }
+    }
+}
