@@ -1,9 +1,11 @@
 public import Foundation
 public import SesameJOSE
 
-/// An OpenID Connect (or plain OAuth 2.0) provider for a public client: authorization code with PKCE S256, ID
-/// tokens verified against the provider's keys, refresh, UserInfo, revocation, RP-initiated logout and the device
-/// grant. It is the ``AuthProvider`` an ``AuthSession`` refreshes and signs out through.
+/// An OpenID Connect (or plain OAuth 2.0) provider for a public client.
+///
+/// Authorization code with PKCE S256, ID tokens verified against the provider's keys, refresh, UserInfo,
+/// revocation, RP-initiated logout and the device grant. It is the ``AuthProvider`` an ``AuthSession`` refreshes
+/// and signs out through.
 ///
 /// ```swift
 /// let provider = try await OIDCAuthProvider.discover(

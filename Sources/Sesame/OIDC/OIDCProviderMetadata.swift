@@ -76,8 +76,14 @@ public struct OIDCProviderMetadata: Sendable, Hashable {
             throw AuthError(.invalidResponse, "the provider metadata has no issuer")
         }
         self.issuer = issuer
-        authorizationEndpoint = try url("authorization_endpoint", required: true)!
-        tokenEndpoint = try url("token_endpoint", required: true)!
+        func requiredURL(_ name: String) throws -> URL {
+            guard let found = try url(name, required: true) else {
+                throw AuthError(.invalidResponse, "the provider metadata has no \(name)")
+            }
+            return found
+        }
+        authorizationEndpoint = try requiredURL("authorization_endpoint")
+        tokenEndpoint = try requiredURL("token_endpoint")
         jwksURI = try url("jwks_uri")
         userInfoEndpoint = try url("userinfo_endpoint")
         revocationEndpoint = try url("revocation_endpoint")
