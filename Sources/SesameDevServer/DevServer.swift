@@ -120,6 +120,11 @@ public final class DevServer: Sendable {
     ///
     /// - Throws: ``DevServerError`` when the database cannot be opened or a seeded user is invalid.
     public init(configuration: Configuration = Configuration()) throws {
+        if let clash = configuration.clients.first(where: { $0.id == OIDCClient.sesameCLI.id }) {
+            throw DevServerError("the client ID \(clash.id) is built in; register yours under another ID")
+        }
+        let ids = configuration.clients.map(\.id)
+        guard Set(ids).count == ids.count else { throw DevServerError("a client ID is registered twice") }
         self.configuration = configuration
         dice = FaultDice(seed: configuration.faultSeed)
         store = try DevStore(path: configuration.databasePath)
@@ -139,7 +144,9 @@ public final class DevServer: Sendable {
             guard Self.isPlausible(email: email), user.password.count >= 8 else {
                 throw DevServerError("seeded user \(email): needs an email and a password of 8 characters or more")
             }
-            if try store.passwordRecord(email: email) == nil {
+            if try store.passwordRecord(email: email) != nil {
+                configuration.log?("seeded user \(email) exists in the database; its password is unchanged")
+            } else {
                 let salt = JOSECrypto.randomBytes(16)
                 let hash = hashPassword(user.password, salt: salt, iterations: configuration.passwordIterations)
                 _ = try store.createUser(
@@ -235,8 +242,33 @@ public final class DevServer: Sendable {
             }
         }
         if isDev && !configuration.devEndpoints { return Self.error(404, "not_found", "no such endpoint") }
-        return router.handle(request)
+        // Browser apps (an SPA on another localhost port) may call the provider's API endpoints: CORS for those,
+        // never for the sign-in pages or the development endpoints.
+        let cors = Self.corsPaths.contains(request.path)
+        if cors, request.method == "OPTIONS" {
+            var preflight = HTTPServerResponse(status: 204)
+            preflight.headers.set("Access-Control-Allow-Origin", "*")
+            preflight.headers.set("Access-Control-Allow-Methods", "GET, POST")
+            preflight.headers.set("Access-Control-Allow-Headers", "Authorization, Content-Type, DPoP")
+            preflight.headers.set("Access-Control-Max-Age", "600")
+            return preflight
+        }
+        var response = router.handle(request)
+        if let mode = state.withLock({ $0.rpTest }), response.headers["Content-Type"]?.hasPrefix("text/html") == true {
+            response.body = SignInPage.addingBanner(for: mode, to: response.body)
+        }
+        if cors {
+            response.headers.set("Access-Control-Allow-Origin", "*")
+            response.headers.set("Access-Control-Expose-Headers", "WWW-Authenticate, DPoP-Nonce")
+        }
+        return response
     }
+
+    /// The endpoints a browser app calls directly (no cookies: `Access-Control-Allow-Origin: *` sends none).
+    static let corsPaths: Set<String> = [
+        "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server", "/jwks", "/token",
+        "/userinfo", "/revoke", "/par", "/device_authorization",
+    ]
 
     /// Whether `Host` (with an optional port) names the issuer's host or a loopback name.
     func isAllowed(host header: String) -> Bool {

@@ -103,6 +103,10 @@ enum ServeCommand {
                         + "anyone who can reach it can mint tokens and inject faults (--no-dev-endpoints turns them off)\n")
                         .utf8))
         }
+        if let mode = configuration.rpTest {
+            FileHandle.standardError.write(
+                Data("sesame serve: RP test mode \(mode.rawValue): the provider misbehaves on purpose (\(mode.summary))\n".utf8))
+        }
         FileHandle.standardOutput.write(Data((issuer.absoluteString + "\n").utf8))
         FileHandle.standardError.write(
             Data("sesame serve: listening on \(issuer.absoluteString) (Ctrl-C stops)\n".utf8))

@@ -111,6 +111,44 @@ import Testing
         #expect(text.status == 415)
     }
 
+    @Test("CORS for the API endpoints only: a preflight for /token and /userinfo, none for the pages or /_dev/")
+    func cors() throws {
+        let oidc = try OIDCHarness()
+        defer { oidc.stop() }
+        for path in ["/token", "/userinfo", "/jwks", "/.well-known/openid-configuration", "/revoke"] {
+            let preflight = try oidc.browser.request(
+                "OPTIONS", path,
+                headers: [("Origin", "http://localhost:3000"), ("Access-Control-Request-Method", "POST")])
+            #expect(preflight.status == 204 && preflight.header("Access-Control-Allow-Origin") == "*", "\(path)")
+            #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
+        }
+        let jwks = try oidc.browser.get("/jwks", headers: [("Origin", "http://localhost:3000")])
+        #expect(jwks.header("Access-Control-Allow-Origin") == "*")
+        for path in ["/authorize", "/device", "/end-session", "/_dev/token", "/_dev/rp-test"] {
+            let page = try oidc.browser.request("OPTIONS", path, headers: [("Origin", "http://localhost:3000")])
+            #expect(page.header("Access-Control-Allow-Origin") == nil, "\(path)")
+        }
+        let form = try oidc.authorize(oidc.parameters(OIDCHarness.PKCE()))
+        #expect(form.header("Access-Control-Allow-Origin") == nil)
+    }
+
+    @Test("an RP test mode is named on every page; POST /_dev/rp-test needs a test member; sesame-cli is reserved")
+    func rpTestVisibleAndReserved() throws {
+        let oidc = try OIDCHarness { $0.rpTest = .invalidAudience }
+        defer { oidc.stop() }
+        let page = try oidc.authorize(oidc.parameters(OIDCHarness.PKCE()))
+        #expect(page.body.contains("RP test mode oidcc-client-test-invalid-aud"))
+        #expect(try oidc.dev("/_dev/rp-test", [:]).status == 400)
+        #expect(throws: DevServerError.self) {
+            _ = try DevServer(
+                configuration: {
+                    var configuration = DevServer.Configuration()
+                    configuration.clients = [try OIDCClient(specification: "sesame-cli:https://x.example/cb")]
+                    return configuration
+                }())
+        }
+    }
+
     @Test("OIDC routes are behind the Host check and the fault plan too")
     func hardeningApplies() throws {
         let oidc = try OIDCHarness { $0.faults = try! FaultPlan(spec: "/token:status=503") }

@@ -53,6 +53,11 @@ struct OAuthFailure: Error, Sendable {
     }
 }
 
+/// Quoting request values in messages: bounded in length (pages and JSON escape them).
+enum PrintableTextForPage {
+    static func short(_ text: String) -> String { text.count > 200 ? String(text.prefix(200)) + "…" : text }
+}
+
 /// Why an authorization request was refused, and where the error may be sent (nil: show it, never redirect).
 struct AuthorizationRejection: Error, Sendable {
     let failure: OAuthFailure
@@ -123,7 +128,12 @@ struct AuthorizationRequest: Sendable, Equatable {
         guard client.accepts(redirectURI: redirectURI) else {
             return .failure(
                 AuthorizationRejection(
-                    OAuthFailure("invalid_request", "the redirect_uri is not registered for \(clientID)")))
+                    OAuthFailure(
+                        "invalid_request",
+                        "the redirect_uri \(PrintableTextForPage.short(redirectURI)) is not registered for \(clientID)"
+                            + (client.acceptsAnyLoopbackRedirect
+                                ? " (it takes http://127.0.0.1:PORT/... or http://[::1]:PORT/..., not localhost)"
+                                : " (registered: \(client.redirectURIs.joined(separator: ", ")))"))))
         }
         let state = parameters["state"]
         func fail(_ code: String, _ description: String)

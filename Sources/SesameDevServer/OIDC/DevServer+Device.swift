@@ -48,8 +48,8 @@ extension DevServer {
             status,
             SignInPage.device(
                 userCode: userCode, signedInAs: session.map { $0.user.email ?? $0.user.id },
-                hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message, isError: isError
-            ))
+                hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message, isError: isError,
+                request: userCode.flatMap { try? store.pendingDevice(userCode: $0, now: now) }))
         if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }

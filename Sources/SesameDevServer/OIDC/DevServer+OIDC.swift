@@ -105,7 +105,6 @@ extension DevServer {
                 "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "email", "email_verified",
                 "name", "preferred_username",
             ],
-            "dpop_signing_alg_values_supported": ["ES256", "RS256", "PS256", "EdDSA"],
         ]
         var response = HTTPServerResponse.json(200, JOSEValue.object(document).jsonData)
         response.headers.set("Cache-Control", "no-cache")
@@ -245,7 +244,8 @@ extension DevServer {
         Self.withJSONBody(request) { body in
             let mode: RPTestMode?
             switch body["test"] {
-            case .null?, nil: mode = nil
+            case nil: return Self.error(400, "invalid_request", "test is required: a mode name, or null to end it")
+            case .null?: mode = nil
             case .string(let name)?:
                 guard let known = RPTestMode(rawValue: name) else {
                     return Self.error(400, "invalid_request", "unknown RP test \(name); GET /_dev/rp-tests lists them")

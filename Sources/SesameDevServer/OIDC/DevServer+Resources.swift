@@ -99,11 +99,13 @@ extension DevServer {
     ///
     /// With a valid `id_token_hint` the browser session ends at once; without one the user confirms first (a
     /// forged link must not sign anyone out). Only a registered `post_logout_redirect_uri` is followed.
+    static let logoutHeading = "This sign-out request cannot be completed"
+
     func endSession(_ request: HTTPServerRequest) -> HTTPServerResponse {
         let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
         guard case .success(let parameters) = parsed else {
-            if case .failure(let failure) = parsed { return SignInPage.error(failure) }
-            return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"))
+            if case .failure(let failure) = parsed { return SignInPage.error(failure, heading: Self.logoutHeading) }
+            return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"), heading: Self.logoutHeading)
         }
         let issuer = state.withLock { $0.issuer }
         var clientID = parameters["client_id"]
@@ -117,27 +119,37 @@ extension DevServer {
                 let audience = claims.audience, audience.count == 1
             else {
                 return SignInPage.error(
-                    OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"))
+                    OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"),
+                    heading: Self.logoutHeading)
             }
             if let clientID, !clientID.utf8.elementsEqual(audience[0].utf8) {
-                return SignInPage.error(OAuthFailure("invalid_request", "client_id does not match the id_token_hint"))
+                return SignInPage.error(
+                    OAuthFailure("invalid_request", "client_id does not match the id_token_hint"), heading: Self.logoutHeading)
             }
             clientID = audience[0]
             hinted = true
         }
         var target: String?
         if let uri = parameters["post_logout_redirect_uri"] {
-            guard let clientID, let client = clients[clientID], client.accepts(redirectURI: uri) else {
+            guard let clientID, let client = clients[clientID] else {
+                return SignInPage.error(
+                    OAuthFailure(
+                        "invalid_request", "a post_logout_redirect_uri needs the client: send id_token_hint or client_id"),
+                    heading: Self.logoutHeading)
+            }
+            guard client.accepts(redirectURI: uri) else {
                 return SignInPage.error(
                     OAuthFailure(
                         "invalid_request",
-                        "post_logout_redirect_uri is not registered for the client (send id_token_hint or client_id)"))
+                        "the post_logout_redirect_uri \(PrintableTextForPage.short(uri)) is not registered for \(clientID)"),
+                    heading: Self.logoutHeading)
             }
             target = parameters["state"].map { AuthorizationRequest.redirect(uri, adding: [("state", $0)]) } ?? uri
         }
         let confirmed =
             request.method == "POST" && checkCSRF(request, token: parameters.values["csrf"], purpose: "end-session")
         guard hinted || confirmed else {
+            let who = browserSession(request).map { "You are signed in as \($0.user.email ?? $0.user.id). " } ?? ""
             let csrf = csrfCookie(for: request)
             let hidden =
                 parameters.values.filter { $0.key != "csrf" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -148,7 +160,7 @@ extension DevServer {
                     title: "Sign out",
                     body: """
                         <h1>Sign out?</h1>
-                        <p>You will be signed out of the Sesame dev server in this browser.</p>
+                        <p>\(SignInPage.escape(who))You will be signed out of the Sesame dev server in this browser. To stay signed in, close this page.</p>
                         <form method="post" action="/end-session">
                         \(SignInPage.hiddenFields(hidden))
                         <div class="row"><button type="submit" id="sign-out">Sign out</button></div>

@@ -56,7 +56,7 @@ extension DevServer {
         case .expired: return invalid("the authorization code has expired")
         case .reused:
             state.withLock { $0.counters.codeReuses += 1 }
-            return invalid("the authorization code was already used; the tokens it issued are revoked")
+            return invalid("the authorization code was already used (or tried with a wrong verifier); any tokens it issued are revoked")
         case .valid(let record, let hash):
             let authorization = record.request
             guard authorization.clientID.utf8.elementsEqual(clientID.utf8) else {

@@ -32,6 +32,17 @@ enum SignInPage {
             separator: "\n")
     }
 
+    static let banner = "<div class=\"banner\" role=\"note\">Development server: not for production use</div>"
+
+    /// `html` with a second banner naming the RP test mode, so nobody mistakes its defects for bugs.
+    static func addingBanner(for mode: RPTestMode, to html: Data) -> Data {
+        let text = String(decoding: html, as: UTF8.self)
+        let notice =
+            "<div class=\"banner test\" role=\"note\">RP test mode \(escape(mode.rawValue)): this provider "
+            + "misbehaves on purpose (\(escape(mode.summary)))</div>"
+        return Data(text.replacingOccurrences(of: banner, with: banner + "\n" + notice).utf8)
+    }
+
     /// A whole page around `body`, with the development banner.
     static func page(title: String, body: String) -> String {
         """
@@ -44,6 +55,7 @@ enum SignInPage {
         <style>
         :root { color-scheme: light dark; --accent: #2f5bd3; --danger: #b3261e; }
         body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; background: Canvas; color: CanvasText; }
+        .banner.test { background: #f6b3ae; }
         .banner { background: #ffd54a; color: #1b1b1b; padding: .5rem 1rem; font-weight: 600; text-align: center; }
         main { max-width: 26rem; margin: 2rem auto; padding: 0 1rem; }
         h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
@@ -64,7 +76,7 @@ enum SignInPage {
         </style>
         </head>
         <body>
-        <div class="banner" role="note">Development server: not for production use</div>
+        \(banner)
         <main>
         \(body)
         </main>
@@ -126,11 +138,15 @@ enum SignInPage {
     }
 
     /// The device-flow page (RFC 8628 §3.3): enter the code, sign in (or continue as the signed-in user), decide.
-    static func device(
-        userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
-        isError: Bool
-    ) -> String {
+    static func device(userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
+        isError: Bool, request: (clientID: String, scope: [String])? = nil) -> String
+    {
         var body = "<h1>Connect a device</h1>\n<p class=\"sub\">Enter the code your device shows.</p>\n"
+        if let request {
+            body += "<p><strong>\(escape(request.clientID))</strong> on that device asks to:</p>\n\(scopeList(request.scope))\n"
+        }
+        // With the code filled in (from verification_uri_complete) the focus goes to the first field still empty.
+        let codeFocus = userCode?.isEmpty ?? true
         if let message {
             body +=
                 isError
@@ -140,7 +156,7 @@ enum SignInPage {
         let credentials =
             signedInAs.map { "<p>Signed in as <strong>\(escape($0))</strong>.</p>" } ?? """
                 <label for="email">Email</label>
-                <input type="email" id="email" name="email" autocomplete="username">
+                <input type="email" id="email" name="email" autocomplete="username"\(codeFocus ? "" : " autofocus")>
                 <label for="password">Password</label>
                 <input type="password" id="password" name="password" autocomplete="current-password">
                 """
@@ -148,7 +164,7 @@ enum SignInPage {
             <form method="post" action="/device" aria-label="Approve a device">
             \(hiddenFields(hidden))
             <label for="user_code">Code</label>
-            <input type="text" id="user_code" name="user_code" autocomplete="one-time-code" autocapitalize="characters" required autofocus value="\(escape(userCode ?? ""))">
+            <input type="text" id="user_code" name="user_code" autocomplete="one-time-code" autocapitalize="characters" required\(codeFocus || signedInAs != nil ? " autofocus" : "") value="\(escape(userCode ?? ""))">
             \(credentials)
             <div class="row"><button type="submit" name="action" value="approve" id="approve">Approve</button>
             <button type="submit" class="secondary" name="action" value="deny">Deny</button></div>
@@ -175,13 +191,15 @@ enum SignInPage {
     }
 
     /// An error that must not be redirected (unknown client, unregistered redirect URI): shown to the user.
-    static func error(_ failure: OAuthFailure) -> HTTPServerResponse {
+    static func error(_ failure: OAuthFailure, heading: String = "This sign-in request cannot be completed")
+        -> HTTPServerResponse
+    {
         response(
             failure.status,
             page(
-                title: "Sign-in error",
+                title: "Error",
                 body: """
-                    <h1>This sign-in request cannot be completed</h1>
+                    <h1>\(escape(heading))</h1>
                     <p class="error" role="alert"><code>\(escape(failure.code))</code>: \(escape(failure.description))</p>
                     <p>Return to the app and try again.</p>
                     """))
