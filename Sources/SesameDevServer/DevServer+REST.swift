@@ -125,6 +125,10 @@ extension DevServer {
             let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
             let subject = claims.subject
         else { return nil }
+        // An OIDC access token is good only while its grant is (revocation, a replayed code, a reused refresh).
+        if let grant = claims["gid"] {
+            guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return nil }
+        }
         return try? store.user(id: subject)
     }
 

@@ -107,6 +107,8 @@ public final class DevServer: Sendable {
         var rpTest: RPTestMode?
         /// ID tokens issued since the RP test mode was set (the key-rotation modes act on the first).
         var rpTestIDTokens = 0
+        /// When wrong user codes were typed on the device page (the last minute's).
+        var deviceCodeFailures: [Int64] = []
     }
 
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.

@@ -74,8 +74,20 @@ public struct HTTPServerResponse: Sendable {
         }
     }
 
+    /// Whether a header name or value could split the head: a CR, LF or NUL anywhere (response splitting).
+    static func breaksHead(_ text: String) -> Bool {
+        text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+    }
+
     /// The response serialized for the wire.
+    ///
+    /// A header that contains CR, LF or NUL is never written: the whole response becomes a 500 instead, so a
+    /// value taken from a request (a redirect URI in `Location`) cannot inject headers.
     package func serialized(keepAlive: Bool) -> [UInt8] {
+        if headers.fields.contains(where: { Self.breaksHead($0.name) || Self.breaksHead($0.value) }) {
+            return HTTPServerResponse.text(500, "refused to send a header with a line break\n")
+                .serialized(keepAlive: keepAlive)
+        }
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         for field in headers.fields
         where !field.name.caseInsensitiveEquals("Content-Length")

@@ -105,7 +105,9 @@ enum ServeCommand {
         }
         if let mode = configuration.rpTest {
             FileHandle.standardError.write(
-                Data("sesame serve: RP test mode \(mode.rawValue): the provider misbehaves on purpose (\(mode.summary))\n".utf8))
+                Data(
+                    "sesame serve: RP test mode \(mode.rawValue): the provider misbehaves on purpose (\(mode.summary))\n"
+                        .utf8))
         }
         FileHandle.standardOutput.write(Data((issuer.absoluteString + "\n").utf8))
         FileHandle.standardError.write(

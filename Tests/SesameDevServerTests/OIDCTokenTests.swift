@@ -243,12 +243,18 @@ import Testing
         #expect(wrong.body.contains("wrong"))
         let noCSRF = try oidc.browser.post("/device", form: [("user_code", typed), ("action", "approve")])
         #expect(noCSRF.status == 403)
-        let approved = try oidc.browser.post(
+        // Signing in leads to a confirmation that names the client and the scopes (RFC 8628 §5.4).
+        let confirmation = try oidc.browser.post(
             "/device",
             form: page.hiddenFields() + [
                 ("user_code", typed), ("email", OIDCHarness.email), ("password", OIDCHarness.password),
                 ("action", "approve"),
             ])
+        #expect(confirmation.body.contains("Connect this device?") && confirmation.body.contains("sesame-cli"))
+        #expect(confirmation.body.contains("offline_access") && confirmation.body.contains(userCode))
+        #expect(try poll(device).error != nil, "nothing is approved before the confirmation")
+        oidc.clock.advance(by: 10)
+        let approved = try oidc.browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
         #expect(approved.status == 200 && approved.body.contains("Device connected"))
         oidc.clock.advance(by: 10)
         let tokens = try poll(device)
@@ -260,8 +266,9 @@ import Testing
         let denied = try start()
         let page2 = try oidc.browser.get("/device")
         #expect(page2.body.contains("Signed in as"))
-        _ = try oidc.browser.post(
+        let confirm = try oidc.browser.post(
             "/device", form: page2.hiddenFields() + [("user_code", denied["user_code"].string), ("action", "deny")])
+        _ = try oidc.browser.post("/device", form: confirm.hiddenFields() + [("action", "deny")])
         #expect(try poll(denied).error == "access_denied")
         let expired = try start()
         oidc.clock.advance(by: 601)

@@ -207,12 +207,13 @@ struct OIDCClientHarness {
             sleeps.value += 1
             guard sleeps.value == 3 else { return }
             let page = try browser.get("/device?user_code=\(code.value)")
-            _ = try browser.post(
+            let confirmation = try browser.post(
                 "/device",
                 form: page.hiddenFields() + [
                     ("user_code", code.value), ("email", OIDCClientHarness.email),
                     ("password", OIDCClientHarness.password), ("action", "approve"),
                 ])
+            _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
         })
         let authorization = try await provider.deviceAuthorization()
         code.value = authorization.userCode
@@ -240,12 +241,13 @@ struct OIDCClientHarness {
         let provider = try await oidc.provider(sleep: { clock.advance(by: $0) })
         let authorization = try await provider.deviceAuthorization()
         let page = try oidc.browser.get("/device")
-        _ = try oidc.browser.post(
+        let confirmation = try oidc.browser.post(
             "/device",
             form: page.hiddenFields() + [
                 ("user_code", authorization.userCode), ("email", OIDCClientHarness.email),
                 ("password", OIDCClientHarness.password), ("action", "deny"),
             ])
+        _ = try oidc.browser.post("/device", form: confirmation.hiddenFields() + [("action", "deny")])
         do {
             for try await _ in provider.deviceTokens(for: authorization) {}
             Issue.record("a denied request signed in")

@@ -13,7 +13,14 @@ struct OAuthParameters: Sendable {
             guard values[name] == nil else {
                 return .failure(OAuthFailure("invalid_request", "the parameter \(name) is repeated"))
             }
-            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" }),
+            // Control characters nowhere (a line break in a redirect URI would reach a header), except line breaks
+            // and tabs in the dev panel's JSON.
+            let allowsLineBreaks = name == "claims"
+            guard
+                !value.unicodeScalars.contains(where: {
+                    ($0.value < 0x20 || $0.value == 0x7F)
+                        && !(allowsLineBreaks && ($0 == "\n" || $0 == "\r" || $0 == "\t"))
+                }), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }),
                 value.utf8.count <= 8192
             else { return .failure(OAuthFailure("invalid_request", "the parameter \(name) is malformed")) }
             values[name] = value
@@ -182,8 +189,9 @@ struct AuthorizationRequest: Sendable, Equatable {
             }
             maxAge = value
         }
-        if let jkt = parameters["dpop_jkt"], jkt.utf8.count != 43 || !jkt.utf8.allSatisfy(Self.isBase64URL) {
-            return fail("invalid_request", "dpop_jkt must be a base64url SHA-256 JWK thumbprint")
+        if parameters["dpop_jkt"] != nil {
+            // Ignoring it would let a client believe its code is bound to a key (RFC 9449 §10).
+            return fail("invalid_request", "dpop_jkt: this provider does not support DPoP yet")
         }
         return .success(
             AuthorizationRequest(

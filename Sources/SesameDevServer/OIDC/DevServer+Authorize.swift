@@ -8,6 +8,10 @@ extension DevServer {
     static let csrfCookie = "sesame_csrf"
     /// Fields of the sign-in form that are not part of the authorization request.
     static let formFields: Set<String> = ["email", "password", "csrf", "sign_in_as", "claims", "action"]
+    /// Claims the dev panel may not set: the protocol's own.
+    static let protocolClaims: Set<String> = [
+        "iss", "sub", "aud", "azp", "exp", "iat", "nbf", "auth_time", "nonce", "at_hash", "c_hash", "jti", "sid", "cnf",
+    ]
     /// Authorization codes live one minute (RFC 6749 §4.1.2 recommends at most ten).
     static let codeTTL: Int64 = 60
 
@@ -23,10 +27,17 @@ extension DevServer {
         return nil
     }
 
-    func setCookie(_ name: String, _ value: String, maxAge: Int64?) -> String {
+    /// The paths that read the provider's cookies.
+    ///
+    /// Cookies do not care about ports, so `Path=/` would hand them to every loopback redirect listener (another
+    /// party, RFC 8252 §8.3): each cookie is set once per path.
+    static let cookiePaths = ["/authorize", "/device", "/end-session"]
+
+    /// `Set-Cookie` values for `name`, one per path in ``cookiePaths``.
+    func setCookie(_ name: String, _ value: String, maxAge: Int64?) -> [String] {
         let secure = (issuer?.scheme == "https") ? "; Secure" : ""
         let age = maxAge.map { "; Max-Age=\($0)" } ?? ""
-        return "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax\(age)\(secure)"
+        return Self.cookiePaths.map { "\(name)=\(value); Path=\($0); HttpOnly; SameSite=Lax\(age)\(secure)" }
     }
 
     /// The CSRF token of a form: an HMAC over the browser's CSRF cookie and what the form carries, so it is good
@@ -41,11 +52,11 @@ extension DevServer {
     }
 
     /// The browser's CSRF cookie, and the header that sets it when the browser has none yet.
-    func csrfCookie(for request: HTTPServerRequest) -> (value: String, setCookie: String?) {
+    func csrfCookie(for request: HTTPServerRequest) -> (value: String, setCookie: [String]) {
         if let existing = cookie(Self.csrfCookie, in: request), existing.utf8.count == 43,
             existing.utf8.allSatisfy(AuthorizationRequest.isBase64URL)
         {
-            return (existing, nil)
+            return (existing, [])
         }
         let fresh = DevStore.newSecret()
         return (fresh, setCookie(Self.csrfCookie, fresh, maxAge: nil))
@@ -93,7 +104,7 @@ extension DevServer {
             }
             return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
         }
-        if let session, fresh, authorization.prompt.isDisjoint(with: ["login", "select_account"]) {
+        if let session, fresh, authorization.prompt.isDisjoint(with: ["login", "select_account", "consent"]) {
             return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
         }
         return signInForm(request, authorization, email: authorization.loginHint, error: nil)
@@ -113,7 +124,7 @@ extension DevServer {
             SignInPage.signIn(
                 clientID: authorization.clientID, scope: authorization.scope, hidden: hidden, email: email,
                 error: error, devUsers: devUsers))
-        if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+        for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
 
@@ -143,7 +154,10 @@ extension DevServer {
                     return signInForm(
                         request, authorization, email: nil, error: "The extra claims must be a JSON object.")
                 }
-                claims = JOSEValue.object(object).jsonString
+                let kept = object.filter { !Self.protocolClaims.contains($0.name) }
+                var filtered = JOSEObject()
+                for member in kept { filtered[member.name] = member.value }
+                claims = JOSEValue.object(filtered).jsonString
             }
             guard let found = try? store.user(id: chosen) else {
                 return signInForm(request, authorization, email: nil, error: "That user does not exist.")
@@ -165,8 +179,9 @@ extension DevServer {
         else { return Self.error(500, "server_error", "the session could not be stored") }
         state.withLock { $0.counters.logins += 1 }
         var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
-        response.headers.add(
-            "Set-Cookie", setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL))
+        for set in setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL) {
+            response.headers.add("Set-Cookie", set)
+        }
         return response
     }
 

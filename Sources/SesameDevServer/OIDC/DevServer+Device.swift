@@ -48,9 +48,10 @@ extension DevServer {
             status,
             SignInPage.device(
                 userCode: userCode, signedInAs: session.map { $0.user.email ?? $0.user.id },
-                hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message, isError: isError,
+                hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message,
+                isError: isError,
                 request: userCode.flatMap { try? store.pendingDevice(userCode: $0, now: now) }))
-        if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+        for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
 
@@ -64,17 +65,25 @@ extension DevServer {
                 request, userCode: typed, message: "This form has expired. Enter the code again.", isError: true,
                 status: 403)
         }
-        guard (try? store.pendingDevice(userCode: typed, now: now)) != nil else {
+        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited (per server, per minute).
+        let time = now
+        let throttled = state.withLock { state -> Bool in
+            state.deviceCodeFailures.removeAll { $0 <= time - 60 }
+            return state.deviceCodeFailures.count >= Self.deviceCodeFailuresPerMinute
+        }
+        guard !throttled else {
+            return devicePage(
+                request, userCode: typed, message: "Too many wrong codes. Wait a minute, then try again.",
+                isError: true, status: 429)
+        }
+        guard let pending = try? store.pendingDevice(userCode: typed, now: now) else {
+            state.withLock { $0.deviceCodeFailures.append(time) }
             return devicePage(
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
         }
-        if parameters.values["action"] == "deny" {
-            _ = try? store.decideDevice(userCode: typed, userID: nil, authTime: now, now: now)
-            return SignInPage.response(
-                200, SignInPage.message(title: "Request denied", text: "The device was not connected."))
-        }
-        var setSession: String?
+        // Whoever answers (approve or deny) signs in first.
+        var setSession: [String] = []
         let user: DevStore.User
         let authTime: Int64
         if let session = browserSession(request) {
@@ -93,14 +102,36 @@ extension DevServer {
                 setSession = setCookie(Self.sessionCookie, token, maxAge: configuration.browserSessionTTL)
             }
         }
-        guard (try? store.decideDevice(userCode: typed, userID: user.id, authTime: authTime, now: now)) == true else {
+        var response: HTTPServerResponse
+        if parameters.values["confirmed"] != "1" {
+            // RFC 8628 §5.4 (remote phishing): say which client asks for what, and decide on a second step.
+            response = SignInPage.response(
+                200,
+                SignInPage.deviceConfirmation(
+                    userCode: DevStore.canonicalUserCode(typed), clientID: pending.clientID, scope: pending.scope,
+                    signedInAs: user.email ?? user.id,
+                    hidden: [
+                        ("csrf", csrfToken(cookie: csrfCookie(for: request).value, purpose: "device")),
+                        ("user_code", DevStore.canonicalUserCode(typed)), ("confirmed", "1"),
+                    ]))
+        } else if parameters.values["action"] == "deny" {
+            _ = try? store.decideDevice(userCode: typed, userID: nil, authTime: now, now: now)
+            response = SignInPage.response(
+                200, SignInPage.message(title: "Request denied", text: "The device was not connected."))
+        } else if parameters.values["action"] == "approve",
+            (try? store.decideDevice(userCode: typed, userID: user.id, authTime: authTime, now: now)) == true
+        {
+            response = SignInPage.response(
+                200, SignInPage.message(title: "Device connected", text: "You can return to your device."))
+        } else {
             return devicePage(
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
         }
-        var response = SignInPage.response(
-            200, SignInPage.message(title: "Device connected", text: "You can return to your device."))
-        if let setSession { response.headers.add("Set-Cookie", setSession) }
+        for set in setSession { response.headers.add("Set-Cookie", set) }
         return response
     }
+
+    /// Wrong user codes accepted per minute before the device page refuses more.
+    static let deviceCodeFailuresPerMinute = 20
 }

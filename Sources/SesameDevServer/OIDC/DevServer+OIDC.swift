@@ -324,11 +324,15 @@ extension DevServer {
                     claims["client_id"] = .string(clientID)
                     if let scope = body["scope"]?.stringValue { claims["scope"] = .string(scope) }
                 }
-                for member in extra where !["iss", "iat"].contains(member.name) { claims[member.name] = member.value }
+                // The lifetime is expiresIn's (so the key outlives the token); the issuer is this one.
+                for member in extra where !["iss", "iat", "exp", "nbf"].contains(member.name) {
+                    claims[member.name] = member.value
+                }
                 return try JWT.sign(
                     JWTClaims(claims), key: try currentKey(), algorithm: configuration.signingAlgorithm, type: type)
             }
             do {
+                if let kid = try currentKey().keyID { try store.extendKeyLife(kid: kid, until: issued + lifetime) }
                 let access = try token(audience, type: "at+jwt")
                 let id = try token(body["aud"] ?? .string(clientID), type: "JWT")
                 let answer: JOSEValue = [

@@ -105,7 +105,8 @@ extension DevServer {
         let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
         guard case .success(let parameters) = parsed else {
             if case .failure(let failure) = parsed { return SignInPage.error(failure, heading: Self.logoutHeading) }
-            return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"), heading: Self.logoutHeading)
+            return SignInPage.error(
+                OAuthFailure("invalid_request", "unreadable parameters"), heading: Self.logoutHeading)
         }
         let issuer = state.withLock { $0.issuer }
         var clientID = parameters["client_id"]
@@ -124,24 +125,30 @@ extension DevServer {
             }
             if let clientID, !clientID.utf8.elementsEqual(audience[0].utf8) {
                 return SignInPage.error(
-                    OAuthFailure("invalid_request", "client_id does not match the id_token_hint"), heading: Self.logoutHeading)
+                    OAuthFailure("invalid_request", "client_id does not match the id_token_hint"),
+                    heading: Self.logoutHeading)
             }
             clientID = audience[0]
-            hinted = true
+            // Someone else's ID token is no reason to end this browser's session without asking.
+            let session = browserSession(request)
+            hinted =
+                session.map { session in claims.subject.map { ByteExact.equals($0, session.user.id) } ?? false } ?? true
         }
         var target: String?
         if let uri = parameters["post_logout_redirect_uri"] {
             guard let clientID, let client = clients[clientID] else {
                 return SignInPage.error(
                     OAuthFailure(
-                        "invalid_request", "a post_logout_redirect_uri needs the client: send id_token_hint or client_id"),
+                        "invalid_request",
+                        "a post_logout_redirect_uri needs the client: send id_token_hint or client_id"),
                     heading: Self.logoutHeading)
             }
             guard client.accepts(redirectURI: uri) else {
                 return SignInPage.error(
                     OAuthFailure(
                         "invalid_request",
-                        "the post_logout_redirect_uri \(PrintableTextForPage.short(uri)) is not registered for \(clientID)"),
+                        "the post_logout_redirect_uri \(PrintableTextForPage.short(uri)) is not registered for \(clientID)"
+                    ),
                     heading: Self.logoutHeading)
             }
             target = parameters["state"].map { AuthorizationRequest.redirect(uri, adding: [("state", $0)]) } ?? uri
@@ -166,7 +173,7 @@ extension DevServer {
                         <div class="row"><button type="submit" id="sign-out">Sign out</button></div>
                         </form>
                         """))
-            if let set = csrf.setCookie { response.headers.add("Set-Cookie", set) }
+            for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
             return response
         }
         if let token = cookie(Self.sessionCookie, in: request) { try? store.deleteSession(token) }
@@ -179,7 +186,7 @@ extension DevServer {
             response = SignInPage.response(
                 200, SignInPage.message(title: "Signed out", text: "You can close this page."))
         }
-        response.headers.add("Set-Cookie", setCookie(Self.sessionCookie, "", maxAge: 0))
+        for set in setCookie(Self.sessionCookie, "", maxAge: 0) { response.headers.add("Set-Cookie", set) }
         response.headers.set("Cache-Control", "no-store")
         return response
     }

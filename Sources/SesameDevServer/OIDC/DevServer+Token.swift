@@ -51,36 +51,38 @@ extension DevServer {
             self.state.withLock { $0.counters.codeFailures += 1 }
             return Self.oauthError(OAuthFailure("invalid_grant", reason))
         }
-        switch try store.redeemCode(code, now: now) {
-        case .unknown: return invalid("the authorization code is unknown")
-        case .expired: return invalid("the authorization code has expired")
-        case .reused:
-            state.withLock { $0.counters.codeReuses += 1 }
-            return invalid("the authorization code was already used (or tried with a wrong verifier); any tokens it issued are revoked")
-        case .valid(let record, let hash):
+        let issued = now
+        let outcome = try store.exchangeCode(code, now: issued) { record in
             let authorization = record.request
             guard authorization.clientID.utf8.elementsEqual(clientID.utf8) else {
-                return invalid("the code was issued to another client")
+                return "the code was issued to another client"
             }
             guard authorization.redirectURI.utf8.elementsEqual(redirectURI.utf8) else {
-                return invalid("redirect_uri differs from the authorization request's")
+                return "redirect_uri differs from the authorization request's"
             }
             guard (43...128).contains(verifier.utf8.count), verifier.utf8.allSatisfy(Self.isVerifierCharacter) else {
-                return invalid("code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)")
+                return "code_verifier must be 43 to 128 unreserved characters (RFC 7636 §4.1)"
             }
             let challenge = Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8)))
             guard ConstantTime.equals(Array(challenge.utf8), Array(authorization.codeChallenge.utf8)) else {
-                return invalid("code_verifier does not match the code_challenge")
+                return "code_verifier does not match the code_challenge"
             }
-            let issued = now
-            let grantID = try store.createGrant(
-                userID: record.user.id, clientID: clientID, scope: authorization.scope, authTime: record.authTime,
-                claims: record.claims, now: issued)
-            try store.attach(grantID: grantID, toCode: hash)
+            return nil
+        }
+        switch outcome {
+        case .unknown: return invalid("the authorization code is unknown")
+        case .expired: return invalid("the authorization code has expired")
+        case .refused(let reason): return invalid(reason)
+        case .reused:
+            state.withLock { $0.counters.codeReuses += 1 }
+            return invalid(
+                "the authorization code was already used (or tried with a wrong verifier); any tokens it issued are revoked"
+            )
+        case .granted(let record, let grantID):
             guard let grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
             state.withLock { $0.counters.codeExchanges += 1 }
             return try tokenResponse(
-                grant, scope: authorization.scope, nonce: authorization.nonce, issuedAt: issued, refreshToken: nil,
+                grant, scope: record.request.scope, nonce: record.request.nonce, issuedAt: issued, refreshToken: nil,
                 fromRefresh: false)
         }
     }

@@ -38,8 +38,8 @@ public struct OIDCClient: Sendable, Hashable {
         else { throw DevServerError("--client: the client ID must be 1 to 128 visible ASCII characters") }
         guard !uris.isEmpty else { throw DevServerError("--client \(id): at least one redirect URI is needed") }
         for uri in uris {
-            guard let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty,
-                parts.fragment == nil
+            guard uri.utf8.allSatisfy(Self.isURICharacter), let parts = URLComponents(string: uri),
+                let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
             else { throw DevServerError("--client \(id): \(uri) is not an absolute URI without a fragment") }
         }
         self.init(id: id, redirectURIs: uris)
@@ -47,7 +47,7 @@ public struct OIDCClient: Sendable, Hashable {
 
     /// Whether `uri` is one of this client's redirect URIs (RFC 6749 §3.1.2.3 exact match, RFC 8252 §7.3 ports).
     func accepts(redirectURI uri: String) -> Bool {
-        guard uri.utf8.count <= 2048, !uri.contains("#") else { return false }
+        guard uri.utf8.count <= 2048, !uri.contains("#"), uri.utf8.allSatisfy(Self.isURICharacter) else { return false }
         let loopback = Self.loopbackParts(uri)
         if acceptsAnyLoopbackRedirect, loopback != nil { return true }
         return redirectURIs.contains { registered in
@@ -55,6 +55,13 @@ public struct OIDCClient: Sendable, Hashable {
             guard let candidate = loopback, let expected = Self.loopbackParts(registered) else { return false }
             return candidate.utf8.elementsEqual(expected.utf8)
         }
+    }
+
+    /// RFC 3986's characters: unreserved, reserved and `%`; no space, quote, angle bracket, backslash, caret,
+    /// backtick, brace, bar or control character, and nothing outside ASCII.
+    static func isURICharacter(_ byte: UInt8) -> Bool {
+        guard byte > 0x20, byte < 0x7F else { return false }
+        return !"\"<>\\^`{|}".utf8.contains(byte)
     }
 
     /// `uri` without its port when it is `http` to a loopback IP literal, else nil.

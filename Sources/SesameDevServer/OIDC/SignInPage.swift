@@ -138,12 +138,14 @@ enum SignInPage {
     }
 
     /// The device-flow page (RFC 8628 §3.3): enter the code, sign in (or continue as the signed-in user), decide.
-    static func device(userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
-        isError: Bool, request: (clientID: String, scope: [String])? = nil) -> String
-    {
+    static func device(
+        userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
+        isError: Bool, request: (clientID: String, scope: [String])? = nil
+    ) -> String {
         var body = "<h1>Connect a device</h1>\n<p class=\"sub\">Enter the code your device shows.</p>\n"
         if let request {
-            body += "<p><strong>\(escape(request.clientID))</strong> on that device asks to:</p>\n\(scopeList(request.scope))\n"
+            body +=
+                "<p><strong>\(escape(request.clientID))</strong> on that device asks to:</p>\n\(scopeList(request.scope))\n"
         }
         // With the code filled in (from verification_uri_complete) the focus goes to the first field still empty.
         let codeFocus = userCode?.isEmpty ?? true
@@ -171,6 +173,25 @@ enum SignInPage {
             </form>
             """
         return page(title: "Connect a device", body: body)
+    }
+
+    /// The device flow's second step: who asks for what, approve or deny.
+    static func deviceConfirmation(
+        userCode: String, clientID: String, scope: [String], signedInAs: String, hidden: [(String, String)]
+    ) -> String {
+        let body = """
+            <h1>Connect this device?</h1>
+            <p>Signed in as <strong>\(escape(signedInAs))</strong>. The device showing <strong>\(escape(userCode))</strong>
+            runs <strong>\(escape(clientID))</strong>, which asks to:</p>
+            \(scopeList(scope))
+            <p>Approve only if you started this on a device of yours.</p>
+            <form method="post" action="/device" aria-label="Approve or deny the device">
+            \(hiddenFields(hidden))
+            <div class="row"><button type="submit" name="action" value="approve" id="approve" autofocus>Approve</button>
+            <button type="submit" class="secondary" name="action" value="deny" id="deny">Deny</button></div>
+            </form>
+            """
+        return page(title: "Connect this device?", body: body)
     }
 
     static func message(title: String, text: String) -> String {

@@ -94,8 +94,11 @@ extension DevStore {
             else { return .unknown }
             guard grant.clientID.utf8.elementsEqual(clientID.utf8) else { return .wrongClient }
             if row[10].integer != 0 { return .revoked }
-            if row[8].integer != 0 {
-                if grace > 0, let usedAt = row[9].integer, now - usedAt < grace, (row[7].integer ?? 0) > now {
+            if let used = row[8].integer, used != 0 {
+                // Within the grace a spent token may come back once (a client that lost the response), not again.
+                if grace > 0, used == 1, let usedAt = row[9].integer, now - usedAt < grace, (row[7].integer ?? 0) > now
+                {
+                    try database.query("UPDATE refresh_tokens SET used = 2 WHERE hash = ?", [.blob(hash)])
                     return .withinGrace(grant, newToken: try addRefreshToken(grantID: grant.id, ttl: ttl, now: now))
                 }
                 try revokeGrant(id: grant.id)
@@ -128,14 +131,6 @@ extension DevStore {
         let claims: String?
     }
 
-    enum CodeRedemption: Sendable {
-        case valid(CodeRecord, hash: [UInt8])
-        case unknown
-        case expired
-        /// Used before: what its first use issued is now revoked.
-        case reused
-    }
-
     func storeCode(
         _ request: AuthorizationRequest, userID: String, authTime: Int64, claims: String?, ttl: Int64,
         now: Int64
@@ -153,8 +148,22 @@ extension DevStore {
         return code
     }
 
-    /// Spends a code: it can be presented once, whatever the outcome of the checks that follow.
-    func redeemCode(_ code: String, now: Int64) throws -> CodeRedemption {
+    enum CodeExchange: Sendable {
+        /// The code was good: a new grant was created for it.
+        case granted(CodeRecord, grantID: String)
+        /// The code was spent on a request that failed `check` (wrong client, redirect URI or verifier).
+        case refused(String)
+        case unknown
+        case expired
+        /// Used before: what its first use issued is now revoked.
+        case reused
+    }
+
+    /// Spends a code and, when `check` finds nothing wrong, creates its grant — in one transaction, so a replay
+    /// racing the first use always finds the grant to revoke.
+    ///
+    /// A code can be presented once, whatever the outcome.
+    func exchangeCode(_ code: String, now: Int64, check: (CodeRecord) -> String?) throws -> CodeExchange {
         try database.transaction {
             let hash = Self.hash(code)
             guard
@@ -170,16 +179,16 @@ extension DevStore {
             try database.query("UPDATE oidc_codes SET used = 1 WHERE hash = ?", [.blob(hash)])
             if (row[5].integer ?? 0) <= now { return .expired }
             guard let request = AuthorizationRequest.stored(text) else { return .unknown }
-            return .valid(
-                CodeRecord(
-                    request: request, user: User(id: userID, email: row[2].text), authTime: row[3].integer ?? 0,
-                    claims: row[4].text), hash: hash)
+            let record = CodeRecord(
+                request: request, user: User(id: userID, email: row[2].text), authTime: row[3].integer ?? 0,
+                claims: row[4].text)
+            if let problem = check(record) { return .refused(problem) }
+            let grantID = try createGrant(
+                userID: userID, clientID: request.clientID, scope: request.scope, authTime: record.authTime,
+                claims: record.claims, now: now)
+            try database.query("UPDATE oidc_codes SET family_id = ? WHERE hash = ?", [.text(grantID), .blob(hash)])
+            return .granted(record, grantID: grantID)
         }
-    }
-
-    /// Remembers which grant a code's first use created, so that a second use can revoke it.
-    func attach(grantID: String, toCode hash: [UInt8]) throws {
-        try database.query("UPDATE oidc_codes SET family_id = ? WHERE hash = ?", [.text(grantID), .blob(hash)])
     }
 
     // MARK: Pushed authorization requests (RFC 9126)

@@ -93,6 +93,7 @@ final class DevStore: Sendable {
                 ALTER TABLE refresh_families ADD COLUMN claims TEXT;
                 ALTER TABLE refresh_tokens ADD COLUMN used_at INTEGER;
                 ALTER TABLE signing_keys ADD COLUMN retired_at INTEGER;
+                ALTER TABLE signing_keys ADD COLUMN longest_exp INTEGER;
                 CREATE TABLE oidc_codes (
                     hash BLOB PRIMARY KEY,
                     request TEXT NOT NULL,
@@ -318,6 +319,14 @@ final class DevStore: Sendable {
         try database.transaction { try insertKey(purpose: purpose, algorithm: algorithm, now: now) }
     }
 
+    /// Remembers that key `kid` signed a token alive until `expiry` (longer than the usual TTLs: `/_dev/token`),
+    /// so the key stays published that long after it is retired.
+    func extendKeyLife(kid: String, until expiry: Int64) throws {
+        try database.query(
+            "UPDATE signing_keys SET longest_exp = MAX(COALESCE(longest_exp, 0), ?) WHERE kid = ?",
+            [.integer(expiry), .text(kid)])
+    }
+
     /// When the active key for `purpose` was made, or nil when there is none.
     func activeKeyCreation(purpose: String) throws -> Int64? {
         try database.query(
@@ -349,9 +358,9 @@ final class DevStore: Sendable {
             rows = try database.query(
                 """
                 SELECT jwk FROM signing_keys
-                WHERE purpose = ? AND (active = 1 OR retired_at IS NULL OR retired_at + ? > ?)
+                WHERE purpose = ? AND (active = 1 OR retired_at IS NULL OR retired_at + ? > ? OR longest_exp > ?)
                 ORDER BY active DESC, created_at DESC
-                """, [.text(purpose), .integer(retention), .integer(now)])
+                """, [.text(purpose), .integer(retention), .integer(now), .integer(now)])
         } else {
             rows = try database.query(
                 "SELECT jwk FROM signing_keys WHERE purpose = ? ORDER BY active DESC, created_at DESC",
