@@ -12,7 +12,7 @@ import SesameJOSE
 struct Profile {
     /// What the profile remembers; no secrets.
     struct Settings: Codable, Equatable {
-        /// `rest` (OIDC profiles come with the OIDC client).
+        /// `rest` or `oidc`.
         var kind = "rest"
         /// The server's base URL.
         var baseURL: String
@@ -22,6 +22,16 @@ struct Profile {
         var origins: [String]
         /// The email signed in with, for display.
         var email: String?
+        /// For `oidc` profiles: the client and the provider's metadata as discovered at login.
+        var oidc: OIDCSettings?
+    }
+
+    /// What an OpenID Connect profile remembers; no secrets.
+    struct OIDCSettings: Codable, Equatable {
+        var clientID: String
+        var redirectURI: String
+        var scopes: [String]
+        var metadata: OIDCProviderMetadata
     }
 
     let name: String
@@ -104,8 +114,8 @@ struct Profile {
         guard let settings = try settings() else {
             throw CLIError(
                 status: .notSignedIn, code: "not_signed_in",
-                message: "profile \(name) is not signed in (sesame login --rest URL --email EMAIL"
-                    + (name == "default" ? "" : " --profile \(name)") + ")")
+                message: "profile \(name) is not signed in (sesame login --rest URL --email EMAIL, or --issuer URL "
+                    + "--client-id ID" + (name == "default" ? "" : ", with --profile \(name)") + ")")
         }
         return settings
     }

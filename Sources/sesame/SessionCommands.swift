@@ -16,7 +16,7 @@ enum SessionCommands {
         let settings: Profile.Settings
         let store: any TokenStore
         let session: AuthSession
-        let provider: RESTAuthProvider
+        let provider: any AuthProvider
         let base: URL
 
         /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
@@ -43,7 +43,17 @@ enum SessionCommands {
                     message: "the profile file \(profile.settingsURL.path) has a bad server URL; log in again")
             }
             self.base = base
-            provider = RESTAuthProvider(baseURL: base)
+            if settings.kind == "oidc" {
+                guard let oidc = settings.oidc else {
+                    throw CLIError(
+                        status: .failure, code: "profile_corrupt",
+                        message:
+                            "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again")
+                }
+                provider = OIDCLogin.provider(oidc)
+            } else {
+                provider = RESTAuthProvider(baseURL: base)
+            }
             session = AuthSession(provider: provider, store: store, profile: profile.name)
         }
 
@@ -62,9 +72,11 @@ enum SessionCommands {
                 "passwords are read from standard input or the terminal, never from arguments",
                 command: arguments.command)
         }
+        if !registering, arguments.value("--issuer") != nil { return try await OIDCLogin.run(arguments) }
         guard let base = arguments.value("--rest") else {
             throw CLIError.usage(
-                "\(arguments.command.name) needs --rest BASE_URL (OpenID Connect sign-in comes with the OIDC client)",
+                "\(arguments.command.name) needs --rest BASE_URL"
+                    + (registering ? "" : ", or --issuer URL --client-id ID for an OpenID Connect provider"),
                 command: arguments.command)
         }
         guard let url = URL(string: base.hasSuffix("/") ? base : base + "/"),
@@ -251,6 +263,18 @@ enum SessionCommands {
             return
         }
         let context = try Context(arguments)
+        if arguments.flag("--end-session") {
+            guard let provider = context.provider as? OIDCAuthProvider else {
+                throw CLIError.usage("--end-session is for OpenID Connect profiles", command: arguments.command)
+            }
+            // Printed before the tokens go: the URL carries the ID token as id_token_hint.
+            if let tokens = try? await context.session.currentTokens, let url = provider.endSessionURL(for: tokens) {
+                print(url.absoluteString)
+                OIDCLogin.openInBrowser(url, quiet: true)
+            } else {
+                FileHandle.standardError.write(Data("warning: the provider has no end-session endpoint\n".utf8))
+            }
+        }
         let result = await context.session.signOut(revoke: !arguments.flag("--no-revoke"))
         if case .failed(let error) = result.revocation {
             FileHandle.standardError.write(

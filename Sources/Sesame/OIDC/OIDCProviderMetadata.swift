@@ -3,7 +3,7 @@ public import SesameJOSE
 
 /// What a provider supports and where its endpoints are: OpenID Connect Discovery 1.0, or RFC 8414 authorization
 /// server metadata, or endpoints configured by hand for a provider without discovery.
-public struct OIDCProviderMetadata: Sendable, Hashable {
+public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
     /// The issuer identifier, exactly as the provider states it (compared byte for byte); nil for plain OAuth 2.0
     /// endpoints configured by hand (no ID tokens, and the session says so: ``isOpenIDConnect``).
     public var issuer: String?

@@ -49,16 +49,34 @@ enum CommandTable {
         exitCodes: [], run: { try await SessionCommands.signIn($0, registering: true) })
 
     static let login = CommandSpec(
-        words: ["login"], summary: "sign in to a REST backend (password on stdin or prompted)", arguments: nil,
+        words: ["login"], summary: "sign in to a REST backend or an OpenID Connect provider", arguments: nil,
         discussion: """
-            Signs in with email and password (read from standard input when it is not a terminal, else prompted
-            for without echo; never from arguments) and keeps the credentials in the profile's store. OpenID
-            Connect providers (--issuer) come with the OIDC client.
+            With --rest: signs in with email and password (read from standard input when it is not a terminal,
+            else prompted for without echo; never from arguments).
+            With --issuer: discovers the provider, opens its sign-in page in the browser (authorization code with
+            PKCE S256) and receives the answer on a loopback redirect URI (RFC 8252); the URL is also printed on
+            its own line to stderr, which is all --no-browser does. --device uses the device flow instead: it
+            prints where to go and the code to enter. The ID token is verified against the provider's keys.
+            Either way the credentials are kept in the profile's store.
             """,
-        options: [SessionOptions.rest, SessionOptions.email] + GlobalOptions.session,
+        options: [
+            SessionOptions.rest, SessionOptions.email,
+            OptionSpec("--issuer", value: "URL", "the OpenID Connect issuer (https, or http on loopback)"),
+            OptionSpec("--client-id", value: "ID", "the registered public client (the dev server's: sesame-cli)"),
+            OptionSpec(
+                "--scope", value: "SCOPES", "space-separated scopes", default: "openid profile email offline_access"),
+            OptionSpec(
+                "--redirect-uri", value: "URI", "the loopback redirect (port 0: a free one)",
+                default: "http://127.0.0.1:0/callback"),
+            OptionSpec("--resource", value: "URL", "an API origin that may receive the tokens", repeatable: true),
+            OptionSpec("--no-browser", "print the URL, do not open a browser"),
+            OptionSpec("--device", "the device flow: a code to enter on another device"),
+        ] + GlobalOptions.session,
         examples: [
             "sesame login --rest http://127.0.0.1:8080 --email alice@example.com",
             "echo \"$PASSWORD\" | sesame login --rest http://127.0.0.1:8080 --email alice@example.com --profile work",
+            "sesame login --issuer http://127.0.0.1:8080 --client-id sesame-cli --no-browser",
+            "sesame login --issuer https://id.example.com --client-id my-cli --device --resource https://api.example.com",
         ],
         exitCodes: [(1, "failure, e.g. invalid_credentials, or --store keyring with no keyring")],
         run: { try await SessionCommands.signIn($0, registering: false) })
@@ -113,7 +131,10 @@ enum CommandTable {
             confirm. Signing out when nobody is signed in succeeds (exit 0). A profile whose files are corrupt is
             cleared too.
             """,
-        options: [OptionSpec("--no-revoke", "only delete the local credentials")] + GlobalOptions.session,
+        options: [
+            OptionSpec("--no-revoke", "only delete the local credentials"),
+            OptionSpec("--end-session", "OpenID Connect: also print (and open) the provider's logout URL"),
+        ] + GlobalOptions.session,
         examples: ["sesame logout", "sesame logout --profile work --no-revoke"],
         exitCodes: [], run: { try await SessionCommands.logout($0) })
 
@@ -195,6 +216,6 @@ enum CommandTable {
 /// Options of the sign-in commands.
 enum SessionOptions {
     static let rest = OptionSpec(
-        "--rest", value: "BASE_URL", "the REST backend's base URL, e.g. http://127.0.0.1:8080 (required)")
+        "--rest", value: "BASE_URL", "the REST backend's base URL, e.g. http://127.0.0.1:8080")
     static let email = OptionSpec("--email", value: "EMAIL", "the account's email (required)")
 }

@@ -1,0 +1,153 @@
+public import Foundation
+
+/// The native-app redirect of RFC 8252 §7.3: a one-shot listener on a loopback IP literal that receives the
+/// authorization response and shows a small "you can close this tab" page.
+///
+/// Only the expected path with the expected `state` completes it; anything else is answered 404 (another path)
+/// or 400 (another `state`, which a page in the browser could have sent) and waiting goes on.
+public final class LoopbackRedirectReceiver: Sendable {
+    /// Why waiting ended without a redirect.
+    public enum Failure: Error, Sendable, Equatable {
+        /// Nothing came within the timeout.
+        case timedOut
+        /// The receiver was stopped.
+        case stopped
+    }
+
+    private let server: HTTPServer
+    private let path: String
+    private let host: String
+    private let expectedState = LockedState()
+
+    /// A receiver on `host` (default `127.0.0.1`; never a name) and `port` (0: a free one) for `path`.
+    public init(host: String = "127.0.0.1", port: Int = 0, path: String = "/callback") {
+        self.host = host
+        self.path = path.hasPrefix("/") ? path : "/" + path
+        var configuration = HTTPServer.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.maxConnections = 16
+        let expected = expectedState
+        let callbackPath = self.path
+        server = HTTPServer(configuration: configuration) { request in
+            guard request.path == callbackPath, request.method == "GET" else { return .text(404, "not found\n") }
+            let state = HTTPFormEncoding.decode(request.query ?? "")["state"]
+            guard expected.accept(state: state, target: request.target) else {
+                return Self.page(400, "This response is not for the sign-in in progress. Return to the app.")
+            }
+            let failed = HTTPFormEncoding.decode(request.query ?? "")["error"] != nil
+            return Self.page(
+                200,
+                failed
+                    ? "Sign-in did not complete. You can close this tab and return to the app."
+                    : "Signed in. You can close this tab and return to the app.")
+        }
+    }
+
+    /// Starts listening; returns the redirect URI (`http://127.0.0.1:PORT/callback`).
+    ///
+    /// - Throws: `LoopbackError` when the address cannot be bound.
+    public func start() throws -> URL {
+        let port = try server.start()
+        let literal = host.contains(":") ? "[\(host)]" : host
+        guard let url = URL(string: "http://\(literal):\(port)\(path)") else { throw LoopbackError("bad redirect URI") }
+        return url
+    }
+
+    /// Accepts the redirect that carries `state` from now on (call it before the URL is shown, so a fast browser
+    /// is not refused).
+    public func expect(state: String) { expectedState.expect(state) }
+
+    /// Waits for the redirect that carries `state` and returns its full URL.
+    ///
+    /// - Throws: ``Failure/timedOut``, or `CancellationError`.
+    public func waitForRedirect(state: String, timeout: TimeInterval = 300) async throws -> URL {
+        let target: String = try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask { try await self.expectedState.wait(for: state) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(timeout))
+                throw Failure.timedOut
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw Failure.stopped }
+            return first
+        }
+        let literal = host.contains(":") ? "[\(host)]" : host
+        guard let url = URL(string: "http://\(literal):\(server.port)\(target)") else { throw Failure.stopped }
+        return url
+    }
+
+    /// Stops listening (a request in flight is finished first).
+    public func stop() {
+        expectedState.cancel()
+        server.stop(timeout: 2)
+    }
+
+    static func page(_ status: Int, _ text: String) -> HTTPServerResponse {
+        var response = HTTPServerResponse.html(
+            status,
+            """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sesame</title>
+            <style>body{font:16px system-ui,sans-serif;margin:3rem auto;max-width:28rem;padding:0 1rem}</style>
+            </head><body><p>\(text)</p></body></html>
+            """)
+        response.headers.set("Cache-Control", "no-store")
+        response.headers.set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+        response.headers.set("Referrer-Policy", "no-referrer")
+        return response
+    }
+}
+
+/// The state the receiver waits for, and the continuation to resume.
+private final class LockedState: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var expected: String?
+    private var arrived: String?
+    private var continuation: CheckedContinuation<String, any Error>?
+    private var cancelled = false
+
+    func expect(_ state: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        expected = state
+    }
+
+    /// Whether a request with `state` completes the wait (then it resumes the waiter with `target`).
+    func accept(state: String?, target: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let expected, let state, expected.utf8.elementsEqual(state.utf8), arrived == nil else { return false }
+        arrived = target
+        continuation?.resume(returning: target)
+        continuation = nil
+        return true
+    }
+
+    func wait(for state: String) async throws -> String {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
+                lock.lock()
+                defer { lock.unlock() }
+                expected = state
+                if let arrived {
+                    continuation.resume(returning: arrived)
+                } else if cancelled || Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    self.continuation = continuation
+                }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    func cancel() {
+        lock.lock()
+        defer { lock.unlock() }
+        cancelled = true
+        continuation?.resume(throwing: CancellationError())
+        continuation = nil
+    }
+}

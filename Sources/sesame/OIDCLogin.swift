@@ -1,0 +1,183 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import SesameLoopback
+
+/// `sesame login --issuer URL --client-id ID`: OpenID Connect sign-in with PKCE through the system browser and a
+/// loopback redirect (RFC 8252), or the device flow (RFC 8628).
+enum OIDCLogin {
+    static let defaultScope = "openid profile email offline_access"
+
+    static func provider(_ settings: Profile.OIDCSettings) -> OIDCAuthProvider {
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: settings.clientID, redirectURI: settings.redirectURI, scopes: settings.scopes)
+        configuration.pushedRequests = .whenRequired
+        return OIDCAuthProvider(metadata: settings.metadata, configuration: configuration)
+    }
+
+    static func run(_ arguments: ParsedArguments) async throws {
+        let command = arguments.command
+        let profile = try Profile(arguments)
+        try arguments.noPositionals()
+        guard let issuerText = arguments.value("--issuer"), let issuer = URL(string: issuerText),
+            ["http", "https"].contains(issuer.scheme?.lowercased() ?? ""), issuer.host?.isEmpty == false
+        else {
+            throw CLIError.usage(
+                "--issuer takes the provider's issuer URL, e.g. https://id.example.com", command: command)
+        }
+        guard let clientID = arguments.value("--client-id"), !clientID.isEmpty else {
+            throw CLIError.usage(
+                "--issuer needs --client-id ID (the dev server's public client is sesame-cli)", command: command)
+        }
+        if arguments.value("--email") != nil || arguments.value("--rest") != nil {
+            throw CLIError.usage(
+                "--issuer signs in through the provider's page: drop --email and --rest", command: command)
+        }
+        let device = arguments.flag("--device")
+        if device, arguments.value("--redirect-uri") != nil || arguments.flag("--no-browser") {
+            throw CLIError.usage(
+                "--device needs no browser and no redirect URI: drop --redirect-uri/--no-browser", command: command)
+        }
+        let scopes = (arguments.value("--scope") ?? defaultScope).split(separator: " ").map(String.init)
+        var resources: [String] = []
+        for text in arguments.values("--resource") {
+            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
+                throw CLIError.usage("--resource takes an http(s) URL (got '\(printable(text))')", command: command)
+            }
+            resources.append(origin.description)
+        }
+        let kind = Profile.storeKind(for: arguments)
+        let store = try profile.store(kind, forNewSession: true, command: command)
+        do {
+            _ = try await store.load(profile: profile.name)
+        } catch let error as AuthError where error.code == .storeUnavailable {
+            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
+        }
+        if !device {
+            // Checked before any network call: a usage error is exit 2 whatever the provider would say.
+            _ = try redirectParts(arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback", command: command)
+        }
+        let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
+        let tokens: TokenSet
+        var redirectURI = arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback"
+        if device {
+            let provider = OIDCAuthProvider(
+                metadata: metadata,
+                configuration: OIDCAuthProvider.Configuration(
+                    clientID: clientID, redirectURI: redirectURI, scopes: scopes))
+            tokens = try await deviceFlow(provider)
+        } else {
+            let (receiver, actual) = try startReceiver(redirectURI, command: command)
+            defer { receiver.stop() }
+            redirectURI = actual.absoluteString
+            var configuration = OIDCAuthProvider.Configuration(
+                clientID: clientID, redirectURI: redirectURI, scopes: scopes)
+            configuration.pushedRequests = .whenRequired
+            let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration)
+            let pending = try await provider.authorizationRequest()
+            receiver.expect(state: pending.state)
+            // The URL on its own line, so a script (or a person) can take it (DESIGN §4).
+            FileHandle.standardError.write(Data("Open this URL to sign in:\n\(pending.url.absoluteString)\n".utf8))
+            if !arguments.flag("--no-browser") { openInBrowser(pending.url, quiet: false) }
+            let callback: URL
+            do {
+                callback = try await receiver.waitForRedirect(state: pending.state, timeout: 300)
+            } catch LoopbackRedirectReceiver.Failure.timedOut {
+                throw CLIError(status: .failure, code: "timeout", message: "no sign-in arrived within 5 minutes")
+            }
+            tokens = try await provider.completeAuthorization(redirect: callback, pending: pending)
+        }
+        let previous = (try? profile.settings()).flatMap { $0 }
+        try await AuthSession(
+            provider: provider(for: metadata, clientID, redirectURI, scopes), store: store, profile: profile.name
+        )
+        .signIn(with: tokens)
+        try profile.save(
+            Profile.Settings(
+                kind: "oidc", baseURL: issuer.absoluteString, store: kind, origins: resources,
+                email: tokens.user?.email,
+                oidc: Profile.OIDCSettings(
+                    clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata)))
+        if let previous, previous.store != kind,
+            let old = try? profile.store(previous.store, forNewSession: false, command: command)
+        {
+            try? await old.delete(profile: profile.name)
+        }
+        let who = tokens.user?.email ?? tokens.user?.id ?? "unknown"
+        FileHandle.standardError.write(
+            Data(
+                "signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), \(kind) store)\n"
+                    .utf8))
+    }
+
+    static func provider(
+        for metadata: OIDCProviderMetadata, _ clientID: String, _ redirectURI: String, _ scopes: [String]
+    )
+        -> OIDCAuthProvider
+    {
+        provider(Profile.OIDCSettings(clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata))
+    }
+
+    /// A loopback receiver for `uri`: `http` to `127.0.0.1` or `[::1]` (an IP literal, RFC 8252 §8.3), port 0 for
+    /// a free one.
+    static func startReceiver(_ uri: String, command: CommandSpec) throws -> (LoopbackRedirectReceiver, URL) {
+        let (host, port, path) = try redirectParts(uri, command: command)
+        let receiver = LoopbackRedirectReceiver(host: host, port: port, path: path)
+        do {
+            return (receiver, try receiver.start())
+        } catch {
+            throw CLIError(status: .failure, code: "redirect_unavailable", message: "cannot listen on \(uri): \(error)")
+        }
+    }
+
+    /// The host, port and path of a loopback redirect URI, or a usage error.
+    static func redirectParts(_ uri: String, command: CommandSpec) throws -> (String, Int, String) {
+        guard let components = URLComponents(string: uri), components.scheme == "http",
+            let host = components.host, ["127.0.0.1", "::1", "[::1]"].contains(host), components.query == nil,
+            components.fragment == nil, (0...65535).contains(components.port ?? 0)
+        else {
+            throw CLIError.usage(
+                "--redirect-uri must be http://127.0.0.1:PORT/PATH or http://[::1]:PORT/PATH (got '\(printable(uri))')",
+                command: command)
+        }
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return (bare, components.port ?? 0, components.path.isEmpty ? "/" : components.path)
+    }
+
+    /// The device flow: the code and where to enter it on stderr, then polling until the user decides.
+    static func deviceFlow(_ provider: OIDCAuthProvider) async throws -> TokenSet {
+        let authorization = try await provider.deviceAuthorization()
+        var text = "To sign in, open \(authorization.verificationURI.absoluteString) and enter the code:\n"
+        text += "\(PrintableText.sanitized(authorization.userCode))\n"
+        if let complete = authorization.verificationURIComplete {
+            text += "(or open \(complete.absoluteString))\n"
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+        for try await progress in provider.deviceTokens(for: authorization) {
+            if case .signedIn(let tokens) = progress { return tokens }
+        }
+        throw AuthError(.invalidResponse, "the device flow ended without tokens")
+    }
+
+    /// Opens `url` with the system's browser (`xdg-open` on Linux, `open` on macOS); quietly does nothing when
+    /// there is none (the URL was printed).
+    static func openInBrowser(_ url: URL, quiet: Bool) {
+        #if os(macOS)
+            let opener = "/usr/bin/open"
+        #else
+            let opener = "/usr/bin/xdg-open"
+        #endif
+        guard FileManager.default.isExecutableFile(atPath: opener) else {
+            if !quiet { FileHandle.standardError.write(Data("(no browser to open: use the URL above)\n".utf8)) }
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: opener)
+        process.arguments = [url.absoluteString]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+    }
+}

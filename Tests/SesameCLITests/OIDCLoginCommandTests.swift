@@ -1,0 +1,172 @@
+import Foundation
+import SesameTestSupport
+import Testing
+
+/// `sesame login --issuer` end to end against `sesame serve`: the printed URL completed by a user agent, then
+/// token, request, status and logout on the OIDC profile; and the device flow approved on the device page.
+@Suite struct OIDCLoginCommandTests {
+    /// A `sesame login …` running in the background, whose stderr is read line by line.
+    final class BackgroundLogin {
+        let process = Process()
+        let errors = Pipe()
+
+        init(_ arguments: [String], environment: [String: String]) throws {
+            process.executableURL = CLIRunner.binary
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// Reads stderr until a line satisfies `match`; returns it (nil at end of file).
+        func line(where match: (String) -> Bool) -> String? {
+            var line = ""
+            while true {
+                let byte = errors.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty { return nil }
+                if byte == Data("\n".utf8) {
+                    if match(line) { return line }
+                    line = ""
+                } else {
+                    line += String(decoding: byte, as: UTF8.self)
+                }
+            }
+        }
+
+        func finish() -> (Int32, String) {
+            let rest = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, rest)
+        }
+    }
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static let chromium =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
+        || ProcessInfo.processInfo.environment["SESAME_REQUIRE_INTEROP"] == "1"
+
+    /// The session commands on the profile after a sign-in, then logout.
+    static func useAndSignOut(_ environment: [String: String]) throws {
+        let token = try CLIRunner.run(["token"], environment: environment)
+        #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3)
+        let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+        let status = try CLIRunner.run(["status", "--json"], environment: environment)
+        #expect(status.stdout.contains("\"kind\":\"oidc\"") && !status.stdout.contains("eyJ"))
+        let refreshed = try CLIRunner.run(["token", "--force-refresh"], environment: environment)
+        #expect(refreshed.status == 0 && refreshed.stdout != token.stdout)
+        let foreign = try CLIRunner.run(["request", "http://127.0.0.2:9/x"], environment: environment)
+        #expect(foreign.status == 2)
+        let logout = try CLIRunner.run(["logout", "--end-session"], environment: environment)
+        #expect(
+            logout.status == 0 && logout.stdout.contains("/end-session?") && logout.stdout.contains("id_token_hint="))
+        #expect(!logout.stderr.contains("warning"), "\(logout.stderr)")
+        #expect(try CLIRunner.run(["token"], environment: environment).status == 3)
+    }
+
+    @Test("login --issuer --no-browser: the printed URL, signed in by a user agent posting the real form")
+    func noBrowserLogin() throws {
+        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
+        defer { server.interrupt() }
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        let login = try BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"],
+            environment: environment)
+        let url = try #require(login.line { $0.hasPrefix("http://") })
+        let components = try #require(URLComponents(string: url))
+        let browser = TestBrowser(port: server.base.port ?? 0)
+        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
+        let signedIn = try browser.post(
+            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
+        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
+        // A request with another state is refused by the CLI's listener, and it keeps waiting.
+        let stray = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?code=x&state=forged")
+        #expect(stray.status == 400)
+        let landing = try TestBrowser(port: callback.port ?? 0).get(
+            callback.path + "?" + (callback.percentEncodedQuery ?? ""))
+        #expect(landing.status == 200 && landing.body.contains("close this tab"))
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
+        #expect(rest.contains("signed in as alice@example.com"))
+        try Self.useAndSignOut(environment)
+    }
+
+    @Test("login --issuer completed in headless Chromium", .enabled(if: chromium), .timeLimit(.minutes(2)))
+    func chromiumLogin() throws {
+        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
+        defer { server.interrupt() }
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        let login = try BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"],
+            environment: environment)
+        let url = try #require(login.line { $0.hasPrefix("http://") })
+        let artifacts = Self.root.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = [
+            "python3", Self.root.appendingPathComponent("Tests/Interop/complete_signin.py").path, url,
+            "alice@example.com", "correct-horse", artifacts.appendingPathComponent("cli-callback.png").path,
+        ]
+        let output = Pipe()
+        python.standardOutput = output
+        python.standardError = FileHandle.nullDevice
+        try python.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        #expect(python.terminationStatus == 0 && text.contains("close this tab"))
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
+        try Self.useAndSignOut(environment)
+    }
+
+    @Test("login --issuer --device: the code on stderr, approved on the device page")
+    func deviceLogin() throws {
+        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
+        defer { server.interrupt() }
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        let login = try BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--device"],
+            environment: environment)
+        let code = try #require(login.line { $0.count == 9 && $0.dropFirst(4).first == "-" })
+        let browser = TestBrowser(port: server.base.port ?? 0)
+        let page = try browser.get("/device")
+        let confirmation = try browser.post(
+            "/device",
+            form: page.hiddenFields() + [
+                ("user_code", code), ("email", "alice@example.com"), ("password", "correct-horse"),
+                ("action", "approve"),
+            ])
+        _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
+        #expect(try CLIRunner.run(["request", "/userinfo"], environment: environment).stdout.contains("alice"))
+    }
+
+    @Test("login --issuer refuses a bad redirect URI, a missing client ID and --device with --no-browser")
+    func usageErrors() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        for arguments in [
+            ["login", "--issuer", "http://127.0.0.1:9"],
+            ["login", "--issuer", "http://127.0.0.1:9", "--client-id", "x", "--redirect-uri", "http://localhost:9/cb"],
+            ["login", "--issuer", "http://127.0.0.1:9", "--client-id", "x", "--device", "--no-browser"],
+            ["login", "--issuer", "not a url", "--client-id", "x"],
+        ] {
+            let result = try CLIRunner.run(arguments, environment: environment)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+        }
+    }
+}
