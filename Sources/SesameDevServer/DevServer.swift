@@ -263,7 +263,19 @@ public final class DevServer: Sendable {
             response.headers.set("Access-Control-Allow-Origin", "*")
             response.headers.set("Access-Control-Expose-Headers", "WWW-Authenticate, DPoP-Nonce")
         }
+        // RFC 9110 §6.6.1: an origin server with a clock sends Date — this one's, injected or not (clients use it
+        // to correct their own clock).
+        response.headers.set("Date", Self.httpDate(currentDate))
         return response
+    }
+
+    /// An IMF-fixdate.
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
     }
 
     /// The endpoints a browser app calls directly (no cookies: `Access-Control-Allow-Origin: *` sends none).

@@ -273,3 +273,103 @@ struct OIDCClientHarness {
         }
     }
 }
+
+@Suite struct OIDCClientRuleTests {
+    /// A device clock that is off by `offset` from the provider's.
+    struct SkewedClock: TimeSource {
+        let base: SharedClock
+        let offset: TimeInterval
+        var now: Date { base.now.addingTimeInterval(offset) }
+    }
+
+    @Test("OIDC-10: a device clock two hours fast: corrected from the token response's Date header, not without it")
+    func wrongClock() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let skewed = SkewedClock(base: oidc.clock, offset: 7200)
+        let provider = try await oidc.provider(timeSource: skewed)
+        let tokens = try await oidc.signIn(provider)
+        #expect(tokens.idToken != nil)
+
+        let metadata = provider.metadata
+        var configuration = provider.configuration
+        configuration.learnsClockFromDateHeader = false
+        let naive = OIDCAuthProvider(metadata: metadata, configuration: configuration, timeSource: skewed)
+        do {
+            _ = try await oidc.signIn(naive)
+            Issue.record("an ID token that expired an hour ago by the device's clock was accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .idTokenRejected && error.reason == "expired")
+        }
+    }
+
+    @Test("OIDC-12: max_age requires a recent auth_time; an old browser session fails the check")
+    func maxAge() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        _ = try await oidc.signIn(provider)
+        oidc.clock.advance(by: 600)
+        // The provider re-authenticates (the form again) because of max_age: a fresh auth_time passes.
+        let fresh = try await oidc.signIn(provider, AuthorizationOptions(maxAge: 60))
+        #expect(fresh.idToken != nil)
+        // A provider that ignores max_age (an old auth_time) is caught by the client.
+        let expectations = IDTokenValidator.Expectations(maxAge: 60)
+        var validator = IDTokenValidator(
+            issuer: oidc.issuer.absoluteString, clientID: "sesame-cli", algorithms: ["ES256"])
+        validator.leeway = 0
+        let keys = try #require(provider.keys)
+        oidc.clock.advance(by: 120)
+        do {
+            _ = try await validator.validate(
+                try #require(fresh.idToken), expecting: expectations, keys: keys, now: oidc.clock.now)
+            Issue.record("an auth_time older than max_age was accepted")
+        } catch let error as AuthError {
+            #expect(error.reason == "auth_time_too_old")
+        }
+    }
+
+    @Test("plain OAuth 2.0 endpoints configured by hand: PKCE, state, exchange and refresh, no ID token")
+    func plainOAuth() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let base = oidc.issuer.absoluteString
+        let metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: base + "/authorize")),
+            tokenEndpoint: try #require(URL(string: base + "/token")),
+            revocationEndpoint: URL(string: base + "/revoke"))
+        #expect(!metadata.isOpenIDConnect)
+        let provider = OIDCAuthProvider(
+            metadata: metadata,
+            configuration: OIDCAuthProvider.Configuration(
+                clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
+                scopes: ["email", "offline_access"]),
+            timeSource: oidc.clock)
+        let pending = try await provider.authorizationRequest()
+        #expect(pending.nonce == nil)
+        let tokens = try await provider.completeAuthorization(
+            redirect: try oidc.userAgent(pending.url), pending: pending)
+        #expect(tokens.idToken == nil && tokens.refreshToken != nil && tokens.user == nil)
+        let refreshed = try await provider.refresh(tokens)
+        #expect(refreshed.refreshToken != tokens.refreshToken)
+        try await provider.signOut(refreshed)
+    }
+
+    @Test("RFC 9207: an authorization response whose iss names another issuer is refused (mix-up)")
+    func mixUp() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let pending = try await provider.authorizationRequest()
+        var redirect = try #require(URLComponents(url: try oidc.userAgent(pending.url), resolvingAgainstBaseURL: false))
+        redirect.queryItems = redirect.queryItems?.map {
+            $0.name == "iss" ? URLQueryItem(name: "iss", value: "https://attacker.example") : $0
+        }
+        do {
+            _ = try await provider.completeAuthorization(redirect: try #require(redirect.url), pending: pending)
+            Issue.record("a response from another issuer was accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .issuerMismatch)
+        }
+    }
+}
