@@ -7,7 +7,8 @@
 #           (libcurl4-openssl-dev, the Linux HTTP transport)
 #   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
 #           zsh and fish (completion scripts are syntax-checked), Chromium + chromedriver (the provider's sign-in
-#           page in a real browser), and from PyPI Selenium and Authlib (a third-party OAuth client)
+#           page in a real browser), and from PyPI Selenium, Authlib (a third-party OAuth client) and
+#           django-oauth-toolkit (a third-party OpenID Connect provider)
 set -euo pipefail
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
@@ -29,11 +30,13 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 
 # Python test peers from PyPI (never dependencies of the product).
 install_python_peers() {
-    python3 -c 'import selenium, authlib, requests' 2>/dev/null && return 0
-    echo "install-deps.sh: installing from PyPI: selenium authlib requests"
-    python3 -m pip install --quiet --disable-pip-version-check selenium authlib requests 2>/dev/null \
-        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
-            selenium authlib requests
+    python3 -c 'import selenium, authlib, requests, django, oauth2_provider' 2>/dev/null && return 0
+    # django-oauth-toolkit is the real third-party OpenID Connect provider of the client's interop test; oauthlib
+    # 4.x breaks its device endpoint (GROUND.md).
+    local peers=(selenium authlib requests django-oauth-toolkit "oauthlib==3.3.1")
+    echo "install-deps.sh: installing from PyPI: ${peers[*]}"
+    python3 -m pip install --quiet --disable-pip-version-check "${peers[@]}" 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${peers[@]}"
 }
 if [ ${#missing[@]} -eq 0 ]; then
     install_python_peers

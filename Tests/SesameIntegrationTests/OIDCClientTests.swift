@@ -105,21 +105,6 @@ struct OIDCClientHarness {
         }
     }
 
-    @Test("a replayed authorization response is refused by the provider; no second session")
-    func replayedCode() async throws {
-        let oidc = try OIDCClientHarness()
-        defer { oidc.stop() }
-        let provider = try await oidc.provider()
-        let pending = try await provider.authorizationRequest()
-        let redirect = try oidc.userAgent(pending.url)
-        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
-        await #expect(throws: AuthError.self) {
-            try await provider.completeAuthorization(redirect: redirect, pending: pending)
-        }
-        // And the first session's tokens were revoked by the replay (the provider's defence).
-        await #expect(throws: AuthError.self) { try await provider.userInfo(for: tokens) }
-    }
-
     @Test("error redirects are typed errors carrying the provider's description; a foreign state is refused")
     func errorRedirects() async throws {
         let oidc = try OIDCClientHarness()
@@ -282,7 +267,7 @@ struct OIDCClientHarness {
         var now: Date { base.now.addingTimeInterval(offset) }
     }
 
-    @Test("OIDC-10: a device clock two hours fast: corrected from the token response's Date header, not without it")
+    @Test("OIDC-06: a device clock two hours fast: corrected from the token response's Date header, not without it")
     func wrongClock() async throws {
         let oidc = try OIDCClientHarness()
         defer { oidc.stop() }
@@ -303,7 +288,7 @@ struct OIDCClientHarness {
         }
     }
 
-    @Test("OIDC-12: max_age requires a recent auth_time; an old browser session fails the check")
+    @Test("OIDC-08: max_age requires a recent auth_time; an old browser session fails the check")
     func maxAge() async throws {
         let oidc = try OIDCClientHarness()
         defer { oidc.stop() }

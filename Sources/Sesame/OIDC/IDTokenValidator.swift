@@ -78,6 +78,10 @@ public struct IDTokenValidator: Sendable {
     public var leeway: TimeInterval = 60
     /// Added to the local clock: the provider's clock minus ours, when learned (from an HTTP `Date` header).
     public var clockOffset: TimeInterval = 0
+    /// Audiences besides the client that an ID token may list (OIDC Core §3.1.3.7 step 3: any other is refused).
+    ///
+    /// Default none.
+    public var trustedAudiences: Set<String> = []
 
     /// A validator for `issuer` and `clientID`.
     public init(issuer: String, clientID: String, algorithms: [String] = []) {
@@ -148,6 +152,13 @@ public struct IDTokenValidator: Sendable {
         } catch let error as JOSEError {
             throw Self.rejection(error.code.rawValue, "the ID token was rejected: \(error)")
         }
+        if let audiences = claims.audience,
+            let stranger = audiences.first(where: { !ByteExact.equals($0, clientID) && !trustedAudiences.contains($0) })
+        {
+            throw Self.rejection(
+                "untrusted_audience",
+                "the ID token also names the audience \(PrintableText.sanitized(stranger, limit: 100))")
+        }
         if let accessToken = expectations.accessToken, let atHash = claims["at_hash"] {
             let algorithm = try JWT.unverified(token).header.algorithm ?? .rs256
             guard let stated = atHash.stringValue,
@@ -167,6 +178,17 @@ public struct IDTokenValidator: Sendable {
             else { throw Self.rejection("subject_changed", "the refreshed ID token names another subject") }
             guard let iss = claims.issuer, let originalIss = original.issuer, ByteExact.equals(iss, originalIss) else {
                 throw Self.rejection("issuer_changed", "the refreshed ID token names another issuer")
+            }
+            let audiences = Set((claims.audience ?? []).map { Array($0.utf8) })
+            guard audiences == Set((original.audience ?? []).map { Array($0.utf8) }),
+                original.authorizedParty == nil
+                    || claims.authorizedParty.map({ Array($0.utf8) })
+                        == original.authorizedParty.map({ Array($0.utf8) })
+            else { throw Self.rejection("audience_changed", "the refreshed ID token names other audiences") }
+            if let originalAuthTime = original["auth_time"] {
+                guard claims["auth_time"] == originalAuthTime else {
+                    throw Self.rejection("auth_time_changed", "the refreshed ID token has another auth_time")
+                }
             }
         }
         return claims

@@ -77,7 +77,11 @@ extension OIDCAuthProvider {
                             throw AuthError(.deviceCodeExpired, "the code expired before it was approved; start again")
                         }
                         continuation.yield(.waiting(secondsLeft: Int(left.rounded(.up)), interval: interval))
-                        try await sleep(interval)
+                        try await sleep(min(interval, left))
+                        // No poll after the code has expired (DEV-08).
+                        guard authorization.expiresAt > timeSource.now else {
+                            throw AuthError(.deviceCodeExpired, "the code expired before it was approved; start again")
+                        }
                         let response: SesameHTTP.Response
                         do {
                             response = try await postForm(

@@ -63,6 +63,8 @@ public struct OIDCAuthProvider: AuthProvider {
     private let transport: any HTTPTransport
     let timeSource: any TimeSource
     private let clock = LockedValue<TimeInterval>(0)
+    /// The `state`s whose responses were completed (BCP-06), shared by copies of this provider.
+    private let consumedStates = LockedValue(BoundedSet(capacity: 1024))
     /// How the device flow waits between polls (tests inject one that does not sleep).
     let sleep: @Sendable (TimeInterval) async throws -> Void
 
@@ -115,6 +117,7 @@ public struct OIDCAuthProvider: AuthProvider {
         if !metadata.codeChallengeMethods.isEmpty, !metadata.codeChallengeMethods.contains("S256") {
             throw AuthError(.configuration, "the provider does not support PKCE S256")
         }
+        try Self.checkRedirectURI(configuration.redirectURI)
         let verifier = PendingAuthorization.randomSecret()
         let state = PendingAuthorization.randomSecret()
         let nonce = configuration.scopes.contains("openid") ? PendingAuthorization.randomSecret() : nil
@@ -157,7 +160,8 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let url = components.url else { throw AuthError(.configuration, "the authorization URL is invalid") }
         return PendingAuthorization(
             url: url, redirectURI: configuration.redirectURI, codeVerifier: verifier, state: state, nonce: nonce,
-            maxAge: options.maxAge, createdAt: timeSource.now)
+            maxAge: options.maxAge, createdAt: timeSource.now, issuer: metadata.issuer, clientID: configuration.clientID
+        )
     }
 
     /// Completes a sign-in from the redirect: checks `iss` (RFC 9207) first, then `state`, then an `error`, then
@@ -168,6 +172,17 @@ public struct OIDCAuthProvider: AuthProvider {
     ///   ``AuthError/Code/authorizationFailed`` (the provider's error and description),
     ///   ``AuthError/Code/idTokenRejected``, token-endpoint errors.
     public func completeAuthorization(redirect: URL, pending: PendingAuthorization) async throws -> TokenSet {
+        // The request must have been made here (BCP-08), and the response must arrive on its redirect URI
+        // (NAT-13): a response meant for another provider is never exchanged at this one.
+        guard
+            pending.issuer.map({ stated in metadata.issuer.map { ByteExact.equals($0, stated) } ?? false })
+                ?? (metadata.issuer == nil), ByteExact.equals(pending.clientID, configuration.clientID)
+        else {
+            throw AuthError(.issuerMismatch, "the pending request was made to another provider or client")
+        }
+        guard Self.sameEndpoint(redirect, pending.redirectURI) else {
+            throw AuthError(.invalidAuthorizationResponse, "the response did not arrive on the request's redirect URI")
+        }
         let response = try AuthorizationResponse(url: redirect)
         let parameters = response.parameters
         if let issuer = metadata.issuer {
@@ -186,6 +201,10 @@ public struct OIDCAuthProvider: AuthProvider {
         }
         guard ConstantTime.equals(Array(state.utf8), Array(pending.state.utf8)) else {
             throw AuthError(.invalidAuthorizationResponse, "the authorization response's state is not this request's")
+        }
+        // A state is good for one response (BCP-06): a replayed redirect never reaches the token endpoint.
+        guard consumedStates.withLock({ $0.insert(state) }) else {
+            throw AuthError(.invalidAuthorizationResponse, "this authorization response was already used")
         }
         if let error = parameters["error"] {
             let body = ServerErrorResponse(
@@ -248,11 +267,22 @@ public struct OIDCAuthProvider: AuthProvider {
         var revoke: [(String, String)] = []
         if let refresh = tokens.refreshToken { revoke.append((refresh, "refresh_token")) }
         revoke.append((tokens.accessToken, "access_token"))
+        // Both are tried whatever the first answer (REV-03); the first failure is reported after.
+        var failure: (any Error)?
         for (token, hint) in revoke {
-            let response = try await postForm(
-                endpoint, [("token", token), ("token_type_hint", hint), ("client_id", configuration.clientID)])
-            guard response.status == 200 else { throw Self.failure(response, "the revocation was refused") }
+            do {
+                let response = try await postForm(
+                    endpoint, [("token", token), ("token_type_hint", hint), ("client_id", configuration.clientID)])
+                // `unsupported_token_type`: this provider cannot revoke that kind (an access token); not a failure.
+                if response.status == 200 || ServerErrorResponse(response)?.error == "unsupported_token_type" {
+                    continue
+                }
+                failure = failure ?? Self.failure(response, "the revocation was refused")
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure { throw failure }
     }
 
     // MARK: UserInfo and logout
@@ -299,6 +329,46 @@ public struct OIDCAuthProvider: AuthProvider {
 
     // MARK: Plumbing
 
+    /// Checks a native app's redirect URI (RFC 8252 §7, BCP-21).
+    ///
+    /// Allowed: https, `http` to a loopback IP literal, or a private-use scheme in reverse-domain form
+    /// (`com.example.app:/callback`). `http://localhost` is refused (§8.3), as is any other plain http.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/configuration``.
+    public static func checkRedirectURI(_ uri: String) throws {
+        guard let components = URLComponents(string: uri), let scheme = components.scheme?.lowercased(),
+            components.fragment == nil
+        else { throw AuthError(.configuration, "the redirect URI \(uri) is not an absolute URI without a fragment") }
+        switch scheme {
+        case "https":
+            guard components.host?.isEmpty == false else {
+                throw AuthError(.configuration, "the redirect URI has no host")
+            }
+        case "http":
+            let host = (components.host ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            guard host == "::1" || (host.hasPrefix("127.") && host.split(separator: ".").count == 4) else {
+                throw AuthError(
+                    .configuration,
+                    "an http redirect URI must be a loopback IP literal (http://127.0.0.1:PORT/… or http://[::1]:PORT/…)"
+                        + (host == "localhost" ? ", not localhost (RFC 8252 §8.3)" : ""))
+            }
+        default:
+            guard scheme.contains("."), !["javascript", "data", "file"].contains(scheme) else {
+                throw AuthError(
+                    .configuration,
+                    "a private-use redirect scheme must be reverse-domain (com.example.app:/callback), not \(scheme)")
+            }
+        }
+    }
+
+    /// Whether `url` arrived on `expected`: same scheme, host, port and path (the query is the response).
+    static func sameEndpoint(_ url: URL, _ expected: String) -> Bool {
+        guard let a = URLComponents(url: url, resolvingAgainstBaseURL: false), let b = URLComponents(string: expected)
+        else { return false }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && a.port == b.port && a.percentEncodedPath == b.percentEncodedPath
+    }
+
     func postForm(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
         try await transport.send(
             SesameHTTP.Request(
@@ -317,12 +387,17 @@ public struct OIDCAuthProvider: AuthProvider {
         {
             let offset = serverDate.timeIntervalSince(receivedAt)
             // Only a skew worth correcting; the Date header has one-second resolution.
-            clock.withLock { $0 = abs(offset) > 5 ? offset : 0 }
+            // A skew worth correcting, and a sane one (a Date a year off is a broken server, not a clock fix).
+            clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
         }
         guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
             RESTAuthProvider.isTokenText(access), let type = json["token_type"]?.stringValue,
             RESTAuthProvider.isTokenText(type), type.utf8.count <= 32
         else { throw AuthError(.invalidResponse, "the token response has no usable access_token and token_type") }
+        // RFC 6749 §7.1: a client must understand the token type; Bearer is what this client applies.
+        guard type.lowercased() == "bearer" else {
+            throw AuthError(.invalidResponse, "the token type \(type) is not supported (Bearer only)")
+        }
         let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
         guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {
             throw AuthError(.invalidResponse, "the token response's refresh_token is malformed")
@@ -370,5 +445,22 @@ public struct OIDCAuthProvider: AuthProvider {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.date(from: text)
+    }
+}
+
+/// A set that forgets its oldest members beyond `capacity`.
+struct BoundedSet: Sendable {
+    let capacity: Int
+    private var members: Set<String> = []
+    private var order: [String] = []
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Inserts `member`; false when it was there already.
+    mutating func insert(_ member: String) -> Bool {
+        guard members.insert(member).inserted else { return false }
+        order.append(member)
+        if order.count > capacity { members.remove(order.removeFirst()) }
+        return true
     }
 }

@@ -21,12 +21,18 @@ public struct PendingAuthorization: Sendable, Codable, Hashable, CustomStringCon
     public let maxAge: TimeInterval?
     /// When the request was made.
     public let createdAt: Date
+    /// The issuer the request was sent to (mix-up defence, BCP-08), nil for plain OAuth 2.0.
+    public let issuer: String?
+    /// The client that made it.
+    public let clientID: String
 
     /// Creates a pending authorization (``OIDCAuthProvider/authorizationRequest(_:)`` makes them).
     public init(
         url: URL, redirectURI: String, codeVerifier: String, state: String, nonce: String?, maxAge: TimeInterval?,
-        createdAt: Date
+        createdAt: Date, issuer: String?, clientID: String
     ) {
+        self.issuer = issuer
+        self.clientID = clientID
         self.url = url
         self.redirectURI = redirectURI
         self.codeVerifier = codeVerifier
