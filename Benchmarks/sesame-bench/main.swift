@@ -3,6 +3,7 @@ import Foundation
 // sesame-bench: benchmarks that compare Sesame with a reference measured in the same run.
 //   sesame-bench jose     JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard library
 //   sesame-bench server   the dev server's GET /me and POST /refresh-token vs the JOSE verify ceiling
+//   sesame-bench oidc     ID-token validation vs raw verification of the same token; code flows per second
 //   sesame-bench session  10,000 concurrent AuthorizedClient requests across a token expiry; added latency; CPU
 //                         while waiting (platform transport vs URLSession); N processes on one file store
 //                         across 2 s expiries (refreshes vs token generations, reuse detections)
@@ -18,6 +19,14 @@ case "jose":
 case "server":
     do {
         try ServerBenchmark.run(
+            seconds: Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SECONDS"] ?? "") ?? 2.0)
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
+case "oidc":
+    do {
+        try await OIDCBenchmark.run(
             seconds: Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SECONDS"] ?? "") ?? 2.0)
     } catch {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -48,6 +57,6 @@ case "session-worker" where arguments.count == 4:
         exit(1)
     }
 default:
-    FileHandle.standardError.write(Data("usage: sesame-bench jose | server | session\n".utf8))
+    FileHandle.standardError.write(Data("usage: sesame-bench jose | server | oidc | session\n".utf8))
     exit(2)
 }

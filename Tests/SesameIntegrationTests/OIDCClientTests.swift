@@ -358,3 +358,42 @@ struct OIDCClientHarness {
         }
     }
 }
+
+/// A user agent that signs in on the dev server's real form (the test's stand-in for a browser).
+struct FormUserAgent: AuthorizationUserAgent {
+    let harness: OIDCClientHarness
+    func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+        try harness.userAgent(url)
+    }
+}
+
+@Suite struct OIDCSignInTests {
+    @Test(
+        "the facade: sign in through an agent, a valid token that refreshes on expiry, UserInfo, an API client, sign out"
+    )
+    func facade() async throws {
+        let oidc = try OIDCClientHarness { $0.accessTokenTTL = 120 }
+        defer { oidc.stop() }
+        let store = InMemoryTokenStore()
+        let provider = try await oidc.provider()
+        let signIn = OIDCSignIn(provider: provider, store: store)
+        let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        #expect(try await signIn.accessToken() == tokens.accessToken)
+        #expect(try await signIn.userInfo()["email"] == "alice@example.com")
+        // Another instance over the same store (the app relaunched) has the session, and refreshes past expiry.
+        let relaunched = OIDCSignIn(provider: provider, store: store)
+        oidc.clock.advance(by: 119)
+        let refreshed = try await relaunched.accessToken()
+        #expect(refreshed != tokens.accessToken)
+        let response = try await relaunched.client(for: oidc.issuer).send(.get("/userinfo"))
+        #expect(response.status == 200)
+        let result = await relaunched.signOut()
+        #expect(result.credentialsRemoved)
+        do {
+            _ = try await relaunched.accessToken()
+            Issue.record("still signed in after signing out")
+        } catch let error as AuthError {
+            #expect(error.code == .notSignedIn)
+        }
+    }
+}

@@ -20,4 +20,11 @@ package final class LockedBox<Value>: @unchecked Sendable {
             lock.unlock()
         }
     }
+
+    /// Changes the value in one step under the lock (`value += 1` from two threads is two steps).
+    package func mutate(_ body: (inout Value) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        body(&stored)
+    }
 }

@@ -11,7 +11,7 @@ import Foundation
 package final class RawClient: @unchecked Sendable {
     package let fd: Int32
 
-    package init(port: Int, host: String = "127.0.0.1") throws {
+    package init(port: Int, host: String = "127.0.0.1", timeout: Int = 5) throws {
         let family = host.contains(":") ? AF_INET6 : AF_INET
         #if canImport(Glibc)
             fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
@@ -44,8 +44,8 @@ package final class RawClient: @unchecked Sendable {
             close(fd)
             throw RawClientError.connect
         }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var wait = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { close(fd) }

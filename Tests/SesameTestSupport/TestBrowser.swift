@@ -90,7 +90,8 @@ package final class TestBrowser: @unchecked Sendable {
     package func request(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [])
         throws -> Page
     {
-        let client = try RawClient(port: port, host: host)
+        // A generous timeout: a loaded machine (the whole suite, a browser) may take seconds to answer.
+        let client = try RawClient(port: port, host: host, timeout: 30)
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host.contains(":") ? "[\(host)]" : host):\(port)\r\n"
         head += "Connection: close\r\nContent-Length: \(body.count)\r\n"
         let cookies = lock.withLock { jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } }

@@ -127,17 +127,20 @@ public struct IDTokenValidator: Sendable {
             requiredClaims: ["exp", "iat", "sub", "aud", "iss"])
         policy.acceptedTypes = ["jwt"]
         var claims: JWTClaims
+        let algorithm: JWSAlgorithm
         do {
-            let header = try JWT.unverified(token).header
-            guard let algorithm = header.algorithm, allowedAlgorithms.contains(algorithm) else {
+            // Only the header, for the algorithm and kid checks; the verifier parses the whole token once.
+            let (name, keyID) = try Self.algorithmAndKeyID(of: token)
+            guard let listed = JWSAlgorithm(name: name), allowedAlgorithms.contains(listed) else {
                 throw JOSEError(
                     .algorithmNotAllowed,
-                    "the ID token is signed with \(PrintableText.sanitized(header.algorithmName)), which this provider does not list"
+                    "the ID token is signed with \(PrintableText.sanitized(name, limit: 20)), which this provider does not list"
                 )
             }
+            algorithm = listed
             // No kid and several keys that could have signed it: refuse rather than try them all.
             let cached = try await keys.keys()
-            if header.keyID == nil, cached.keys.filter({ $0.canVerify(algorithm) }).count > 1 {
+            if keyID == nil, cached.keys.filter({ $0.canVerify(algorithm) }).count > 1 {
                 throw JOSEError(.ambiguousKey, "the ID token names no kid and several provider keys fit \(algorithm)")
             }
             do {
@@ -160,7 +163,6 @@ public struct IDTokenValidator: Sendable {
                 "the ID token also names the audience \(PrintableText.sanitized(stranger, limit: 100))")
         }
         if let accessToken = expectations.accessToken, let atHash = claims["at_hash"] {
-            let algorithm = try JWT.unverified(token).header.algorithm ?? .rs256
             guard let stated = atHash.stringValue,
                 ByteExact.equals(stated, Self.leftHalfHash(accessToken, algorithm: algorithm))
             else { throw Self.rejection("at_hash_mismatch", "the ID token's at_hash does not match the access token") }
@@ -192,6 +194,16 @@ public struct IDTokenValidator: Sendable {
             }
         }
         return claims
+    }
+
+    /// `alg` and `kid` from the protected header alone.
+    static func algorithmAndKeyID(of token: String) throws -> (String, String?) {
+        guard let dot = token.utf8.firstIndex(of: UInt8(ascii: ".")),
+            token.utf8.distance(from: token.utf8.startIndex, to: dot) <= 4096
+        else { throw JOSEError(.malformedToken, "the ID token is not a compact JWS") }
+        let header = try JOSEValue.parse(try Base64URL.decode(String(token[..<dot])))
+        guard let name = header["alg"]?.stringValue else { throw JOSEError(.invalidHeader, "the ID token has no alg") }
+        return (name, header["kid"]?.stringValue)
     }
 
     static func rejection(_ reason: String, _ message: String) -> AuthError {

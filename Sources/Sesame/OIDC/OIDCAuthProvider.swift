@@ -61,7 +61,8 @@ public struct OIDCAuthProvider: AuthProvider {
     /// The provider's keys (nil for plain OAuth 2.0).
     public let keys: JWKSCache?
     private let transport: any HTTPTransport
-    let timeSource: any TimeSource
+    /// Where the provider's time comes from (ID-token checks, expiry).
+    public let timeSource: any TimeSource
     private let clock = LockedValue<TimeInterval>(0)
     /// The `state`s whose responses were completed (BCP-06), shared by copies of this provider.
     private let consumedStates = LockedValue(BoundedSet(capacity: 1024))

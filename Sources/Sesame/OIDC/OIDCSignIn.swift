@@ -1,0 +1,131 @@
+public import Foundation
+public import SesameJOSE
+
+/// What shows the provider's sign-in page and brings back the redirect: `ASWebAuthenticationSession` in
+/// `SesameApple` (`WebAuthenticationSessionAgent`), the system browser and a loopback listener for a CLI
+/// (`sesame login`), or a test's form-posting agent.
+public protocol AuthorizationUserAgent: Sendable {
+    /// Opens `url` and returns the URL the provider redirected to (at `redirectURI`), or throws ``AuthError`` with
+    /// ``AuthError/Code/cancelled`` when the user gave up.
+    func authorize(url: URL, redirectURI: String, state: String) async throws -> URL
+}
+
+/// The app-facing facade over an OpenID Connect provider: configure once, sign in, get a valid access token,
+/// read UserInfo, sign out (with RP-initiated logout if you want it), and call APIs.
+///
+/// ```swift
+/// let signIn = try await OIDCSignIn.configure(
+///     issuer: URL(string: "https://id.example.com")!, clientID: "my-app",
+///     redirectURI: "com.example.app:/oauth", store: KeychainTokenStore.keychain(service: "com.example.app"))
+/// try await signIn.signIn(with: WebAuthenticationSessionAgent(anchor: { window }))
+/// let token = try await signIn.accessToken()
+/// ```
+///
+/// Unlike most vendor SDKs, `offline_access` works: the refresh token is kept in the store, and an expired access
+/// token means a refresh — one for every caller and every process sharing the store — not a new sign-in.
+public final class OIDCSignIn: Sendable {
+    /// The provider.
+    public let provider: OIDCAuthProvider
+    /// The session: state, events, tokens; give it to an ``AuthorizedClient`` or an ``AuthState``.
+    public let session: AuthSession
+
+    /// A facade over `provider`, keeping credentials in `store` under `profile`; the session keeps the provider's
+    /// time source.
+    public init(provider: OIDCAuthProvider, store: any TokenStore, profile: String = "default") {
+        self.provider = provider
+        session = AuthSession(provider: provider, store: store, profile: profile, timeSource: provider.timeSource)
+    }
+
+    /// Discovers the provider and makes the facade.
+    ///
+    /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,
+    ///   transport).
+    public static func configure(
+        issuer: URL, clientID: String, redirectURI: String,
+        scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
+        profile: String = "default", transport: any HTTPTransport = SesameHTTP.platformTransport
+    ) async throws -> OIDCSignIn {
+        let provider = try await OIDCAuthProvider.discover(
+            issuer: issuer,
+            configuration: OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes),
+            transport: transport)
+        return OIDCSignIn(provider: provider, store: store, profile: profile)
+    }
+
+    /// Signs in through `agent`.
+    ///
+    /// A fresh request (PKCE, state, nonce), the redirect checked, the code exchanged, the ID token verified, the
+    /// credentials stored. The pending request lives only in this call.
+    ///
+    /// - Throws: ``AuthError`` (``AuthError/Code/cancelled`` when the user gave up), and the store's errors.
+    @discardableResult
+    public func signIn(with agent: some AuthorizationUserAgent, options: AuthorizationOptions = AuthorizationOptions())
+        async throws -> TokenSet
+    {
+        let pending = try await provider.authorizationRequest(options)
+        let redirect = try await agent.authorize(
+            url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
+        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
+        try await session.signIn(with: tokens)
+        return tokens
+    }
+
+    /// Signs in with the device flow: `show` gets the code and where to enter it (display both, RFC 8628 §3.3), and
+    /// then every polling step; returns when the user approved.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/cancelled`` (denied), ``AuthError/Code/deviceCodeExpired``.
+    @discardableResult
+    public func signInOnAnotherDevice(
+        _ show: @Sendable (DeviceAuthorization, DeviceFlowProgress?) async -> Void
+    ) async throws -> TokenSet {
+        let authorization = try await provider.deviceAuthorization()
+        await show(authorization, nil)
+        for try await progress in provider.deviceTokens(for: authorization) {
+            switch progress {
+            case .waiting: await show(authorization, progress)
+            case .signedIn(let tokens):
+                try await session.signIn(with: tokens)
+                return tokens
+            }
+        }
+        throw AuthError(.invalidResponse, "the device flow ended without tokens")
+    }
+
+    /// A valid access token, refreshed first when it is about to expire (or now, with `forceRefresh`).
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/notSignedIn``, ``AuthError/Code/sessionExpired`` (the refresh was
+    ///   rejected: sign in again), transient errors (credentials kept: try later).
+    public func accessToken(forceRefresh: Bool = false) async throws -> String {
+        try await (forceRefresh ? session.forceRefresh() : session.validTokens()).accessToken
+    }
+
+    /// UserInfo's claims for the signed-in user (`sub` checked against the ID token).
+    public func userInfo() async throws -> JOSEObject {
+        try await provider.userInfo(for: session.validTokens())
+    }
+
+    /// Signs out: the tokens are revoked at the provider (reported in the result) and deleted here.
+    ///
+    /// With an `endSession` agent, the provider's logout page is opened first (RP-initiated logout) to end the browser
+    /// session too; its outcome does not stop the local sign-out.
+    public func signOut(endSession agent: (any AuthorizationUserAgent)? = nil, postLogoutRedirectURI: String? = nil)
+        async -> AuthSession.SignOutResult
+    {
+        if let agent, let tokens = try? await session.currentTokens {
+            let state = PendingAuthorization.randomSecret()
+            if let url = provider.endSessionURL(
+                for: tokens, postLogoutRedirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI,
+                state: state)
+            {
+                _ = try? await agent.authorize(
+                    url: url, redirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI, state: state)
+            }
+        }
+        return await session.signOut(revoke: true)
+    }
+
+    /// A client for an API that takes these credentials: `baseURL`'s origin and `additionalOrigins` only.
+    public func client(for baseURL: URL, additionalOrigins: [URL] = []) -> AuthorizedClient {
+        AuthorizedClient(session: session, baseURL: baseURL, additionalOrigins: additionalOrigins)
+    }
+}
