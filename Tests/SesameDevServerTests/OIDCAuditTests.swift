@@ -84,14 +84,20 @@ import Testing
             let (code, _) = try oidc.code(pkce)
             // Four threads of their own (blocking sockets stay off the concurrency pool), released together.
             let pages = LockedBox<[TestBrowser.Page?]>([])
+            let errors = LockedBox<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
-                let page = try? oidc.exchange(code, pkce)
-                pages.mutate { $0.append(page) }
+                do {
+                    let page = try oidc.exchange(code, pkce)
+                    pages.mutate { $0.append(page) }
+                } catch {
+                    errors.mutate { $0.append("\(error)") }
+                    pages.mutate { $0.append(nil) }
+                }
             }
             let results = pages.value
             let winners = results.compactMap { $0 }.filter { $0.status == 200 }
             let seen = results.map { page in page.map { "\($0.status) \($0.error ?? "")" } ?? "no answer" }
-            #expect(winners.count == 1, "trial \(trial): \(seen)")
+            #expect(winners.count == 1, "trial \(trial): \(seen) \(errors.value)")
             if let token = winners.first?.json?["access_token"]?.stringValue {
                 #expect(try oidc.userInfo(token).status == 401, "trial \(trial): the winner's grant survived a replay")
             }
