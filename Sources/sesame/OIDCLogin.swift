@@ -81,6 +81,10 @@ enum OIDCLogin {
             // The URL on its own line, so a script (or a person) can take it (DESIGN §4).
             FileHandle.standardError.write(Data("Open this URL to sign in:\n\(pending.url.absoluteString)\n".utf8))
             if !arguments.flag("--no-browser") { openInBrowser(pending.url, quiet: false) }
+            FileHandle.standardError.write(
+                Data(
+                    "Waiting for the sign-in (up to 5 minutes; Ctrl-C stops). If the browser shows an error instead, stop and check --client-id.\n"
+                        .utf8))
             let callback: URL
             do {
                 callback = try await receiver.waitForRedirect(state: pending.state, timeout: 300)
@@ -154,6 +158,8 @@ enum OIDCLogin {
         if let complete = authorization.verificationURIComplete {
             text += "(or open \(complete.absoluteString))\n"
         }
+        let minutes = Int((authorization.expiresAt.timeIntervalSinceNow / 60).rounded(.up))
+        text += "Waiting for the approval (the code expires in \(minutes) minutes; Ctrl-C stops).\n"
         FileHandle.standardError.write(Data(text.utf8))
         for try await progress in provider.deviceTokens(for: authorization) {
             if case .signedIn(let tokens) = progress { return tokens }

@@ -397,3 +397,24 @@ struct FormUserAgent: AuthorizationUserAgent {
         }
     }
 }
+
+@Suite struct NoRefreshTokenTests {
+    @Test("without a refresh token, a token inside the leeway is still used until it expires; then sign in again")
+    func validUntilExpiry() async throws {
+        let oidc = try OIDCClientHarness { $0.accessTokenTTL = 100 }
+        defer { oidc.stop() }
+        let provider = try await oidc.provider(scopes: ["openid", "email"])
+        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        #expect(tokens.refreshToken == nil)
+        oidc.clock.advance(by: 70)  // inside the 50-second leeway, not expired
+        #expect(try await signIn.accessToken() == tokens.accessToken)
+        oidc.clock.advance(by: 31)  // expired
+        do {
+            _ = try await signIn.accessToken()
+            Issue.record("an expired token without a refresh token was handed out")
+        } catch let error as AuthError {
+            #expect(error.requiresReauthentication, "\(error)")
+        }
+    }
+}

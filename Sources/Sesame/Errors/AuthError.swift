@@ -80,9 +80,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// The server's error answer, verbatim, when there was one.
     public let serverResponse: ServerErrorResponse?
     /// The rule that failed, for ``Code/idTokenRejected`` and ``Code/userInfoRejected``: a `JOSEError` code
-    /// (`issuer_mismatch`, `audience_mismatch`, `nonce_mismatch`, `signature_invalid`, `ambiguous_key`, …) or one
-    /// of `at_hash_mismatch`, `subject_changed`, `issuer_changed`, `auth_time_missing`, `auth_time_too_old`,
-    /// `subject_mismatch`.
+    /// (`issuer_mismatch`, `audience_mismatch`, `nonce_mismatch`, `signature_invalid`, `ambiguous_key`, `expired`,
+    /// `missing_claim`, `algorithm_not_allowed`, …) or one of `untrusted_audience`, `at_hash_mismatch`,
+    /// `auth_time_missing`, `auth_time_too_old`; after a refresh `subject_changed`, `issuer_changed`,
+    /// `audience_changed`, `auth_time_changed`; for UserInfo `subject_mismatch`.
     public internal(set) var reason: String?
 
     /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).

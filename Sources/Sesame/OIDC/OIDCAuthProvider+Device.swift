@@ -107,7 +107,7 @@ extension OIDCAuthProvider {
                         case "slow_down": interval += 5
                         case "access_denied":
                             throw AuthError(
-                                .cancelled, "the user denied the request", serverResponse: error.serverResponse)
+                                .cancelled, "the device was not approved", serverResponse: error.serverResponse)
                         case "expired_token":
                             throw AuthError(
                                 .deviceCodeExpired, "the code expired before it was approved; start again",

@@ -300,11 +300,14 @@ public struct OIDCAuthProvider: AuthProvider {
                 method: "GET", url: endpoint,
                 headers: ["Accept": "application/json", "Authorization": "Bearer \(tokens.accessToken)"]))
         guard response.status == 200 else { throw Self.failure(response, "UserInfo refused the request") }
-        guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue,
-            let sub = object["sub"]?.stringValue
-        else { throw AuthError(.invalidResponse, "the UserInfo response is not a JSON object with a sub") }
-        let expected = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }?.subject ?? tokens.user?.id
-        guard let expected, ByteExact.equals(sub, expected) else {
+        guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue else {
+            throw AuthError(.invalidResponse, "the UserInfo response is not a JSON object")
+        }
+        // With an ID token (OpenID Connect), UserInfo must describe its subject; plain OAuth 2.0 has none to compare.
+        guard let expected = tokens.idToken.flatMap({ try? JWT.unverifiedClaims(of: $0) })?.subject else {
+            return object
+        }
+        guard let sub = object["sub"]?.stringValue, ByteExact.equals(sub, expected) else {
             var error = AuthError(.userInfoRejected, "UserInfo describes another subject than the ID token")
             error.reason = "subject_mismatch"
             throw error

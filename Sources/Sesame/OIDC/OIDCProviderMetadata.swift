@@ -147,7 +147,8 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
             guard let stated = metadata.issuer, ByteExact.equals(stated, text) else {
                 throw AuthError(
                     .issuerMismatch,
-                    "the discovery document names the issuer \(metadata.issuer ?? "(none)"), not \(text)")
+                    "the discovery document names the issuer \(metadata.issuer ?? "(none)"), not \(text)"
+                        + " (give the issuer exactly as the provider states it)")
             }
             for endpoint in [
                 metadata.authorizationEndpoint, metadata.tokenEndpoint, metadata.jwksURI, metadata.userInfoEndpoint,

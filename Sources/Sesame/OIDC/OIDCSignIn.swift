@@ -36,6 +36,16 @@ public final class OIDCSignIn: Sendable {
         session = AuthSession(provider: provider, store: store, profile: profile, timeSource: provider.timeSource)
     }
 
+    /// A facade over endpoints configured by hand (a provider without discovery, or plain OAuth 2.0).
+    public convenience init(
+        metadata: OIDCProviderMetadata, configuration: OIDCAuthProvider.Configuration, store: any TokenStore,
+        profile: String = "default", transport: any HTTPTransport = SesameHTTP.platformTransport
+    ) {
+        self.init(
+            provider: OIDCAuthProvider(metadata: metadata, configuration: configuration, transport: transport),
+            store: store, profile: profile)
+    }
+
     /// Discovers the provider and makes the facade.
     ///
     /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,

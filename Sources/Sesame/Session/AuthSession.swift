@@ -342,7 +342,12 @@ public actor AuthSession {
         case .refreshing: return try await refresh(.expiring(minimumValidity ?? leeway))
         case .active(let tokens):
             let wanted = minimumValidity ?? leeway
-            if tokens.needsRefresh(at: timeSource.now, leeway: wanted) { return try await refresh(.expiring(wanted)) }
+            let now = timeSource.now
+            // Without a refresh token an early refresh is impossible: a token still valid is used until it expires.
+            let stillValid = tokens.expiresAt.map { $0 > now } ?? true
+            if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || !stillValid {
+                return try await refresh(.expiring(wanted))
+            }
             if pendingSave != nil { return try await refresh(.persist) }
             return (tokens, generation)
         }
