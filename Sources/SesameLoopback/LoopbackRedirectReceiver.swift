@@ -26,21 +26,30 @@ public final class LoopbackRedirectReceiver: Sendable {
         var configuration = HTTPServer.Configuration()
         configuration.host = host
         configuration.port = port
-        configuration.maxConnections = 16
+        // Everyone here is 127.0.0.1, so a per-peer cap would let any local process crowd the browser out; a short
+        // whole-request deadline evicts half-sent requests instead.
+        configuration.maxConnections = 64
+        configuration.maxConnectionsPerPeer = 64
+        configuration.requestTimeout = 3
         let expected = expectedState
         let callbackPath = self.path
         server = HTTPServer(configuration: configuration) { request in
             guard request.path == callbackPath, request.method == "GET" else { return .text(404, "not found\n") }
+            // A page on another name that resolves here (DNS rebinding) is not the browser's redirect.
+            let hostHeader = (request.headers["Host"] ?? "").lowercased()
+            guard hostHeader.hasPrefix("127.") || hostHeader.hasPrefix("[::1]") || hostHeader.hasPrefix("localhost")
+            else { return .text(421, "misdirected\n") }
             let state = HTTPFormEncoding.decode(request.query ?? "")["state"]
             guard expected.accept(state: state, target: request.target) else {
                 return Self.page(400, "This response is not for the sign-in in progress. Return to the app.")
             }
             let failed = HTTPFormEncoding.decode(request.query ?? "")["error"] != nil
+            // Neutral: the client has not checked the response yet, and may still refuse it.
             return Self.page(
                 200,
                 failed
-                    ? "Sign-in did not complete. You can close this tab and return to the app."
-                    : "Signed in. You can close this tab and return to the app.")
+                    ? "The provider did not sign you in. You can close this tab."
+                    : "Response received. You can close this tab and return to the terminal or app.")
         }
     }
 

@@ -50,6 +50,15 @@ enum SessionCommands {
                         message:
                             "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again")
                 }
+                // The stored endpoints are checked again: a tampered profile must not send tokens over plain http.
+                do {
+                    try oidc.metadata.checkEndpoints()
+                } catch {
+                    throw CLIError(
+                        status: .failure, code: "profile_corrupt",
+                        message: "the profile file \(profile.settingsURL.path) names an insecure endpoint; log in again"
+                    )
+                }
                 provider = OIDCLogin.provider(oidc)
             } else {
                 provider = RESTAuthProvider(baseURL: base)

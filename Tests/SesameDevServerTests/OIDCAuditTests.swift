@@ -96,7 +96,10 @@ import Testing
             }
             let results = pages.value
             let winners = results.compactMap { $0 }.filter { $0.status == 200 }
-            let seen = results.map { page in page.map { "\($0.status) \($0.error ?? "")" } ?? "no answer" }
+            let seen = results.map { page in
+                page.map { "\($0.status) \($0.error ?? "") \($0.json?["error_description"]?.stringValue ?? "")" }
+                    ?? "no answer"
+            }
             #expect(winners.count == 1, "trial \(trial): \(seen) \(errors.value)")
             if let token = winners.first?.json?["access_token"]?.stringValue {
                 #expect(try oidc.userInfo(token).status == 401, "trial \(trial): the winner's grant survived a replay")

@@ -252,3 +252,82 @@ extension OIDCClientHarness {
         return try #require(page.json)
     }
 }
+
+@Suite struct OIDCHostileProviderTests {
+    /// A provider whose discovery document says whatever the test wants.
+    static func discovery(_ document: @escaping @Sendable (String) -> String) throws -> RecordingServer {
+        try RecordingServer { request in
+            let base = "http://127.0.0.1:\(request.headers["Host"]?.split(separator: ":").last ?? "0")"
+            return request.path.hasSuffix("openid-configuration")
+                ? .json(200, Data(document(base).utf8)) : .text(404, "")
+        }
+    }
+
+    @Test("BCP-22: a loopback issuer cannot send the code over plain http to another host")
+    func loopbackIssuerForeignHTTP() async throws {
+        let server = try Self.discovery { base in
+            #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"http://203.0.113.7/token","jwks_uri":"\#(base)/jwks"}"#
+        }
+        defer { server.stop() }
+        do {
+            _ = try await OIDCProviderMetadata.discover(issuer: server.base)
+            Issue.record("an http token endpoint on another host was accepted")
+        } catch let error as AuthError {
+            #expect(error.code == .insecureEndpoint)
+        }
+    }
+
+    @Test("an OpenID configuration without jwks_uri is refused (ID tokens could not be verified)")
+    func noJWKS() async throws {
+        let server = try Self.discovery { base in
+            #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token"}"#
+        }
+        defer { server.stop() }
+        await #expect(throws: AuthError.self) { _ = try await OIDCProviderMetadata.discover(issuer: server.base) }
+    }
+
+    @Test("an issuer with a query or fragment is refused before any request")
+    func issuerShape() async throws {
+        for text in ["http://127.0.0.1:9/?q=1", "http://127.0.0.1:9/#x", "http://user@127.0.0.1:9"] {
+            await #expect(throws: AuthError.self, "\(text)") {
+                _ = try await OIDCProviderMetadata.discover(issuer: try #require(URL(string: text)))
+            }
+        }
+    }
+
+    @Test("DEV-03: a device response with a javascript: or file: URI, or a non-ASCII user code, is refused")
+    func deviceURIs() async throws {
+        let metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")),
+            deviceAuthorizationEndpoint: URL(string: "https://as.example/device"))
+        for body in [
+            #"{"device_code":"d","user_code":"ABCD","verification_uri":"javascript:alert(1)","expires_in":600}"#,
+            #"{"device_code":"d","user_code":"ABCD","verification_uri":"file:///etc/passwd","expires_in":600}"#,
+            #"{"device_code":"d","user_code":"AB\u200bCD","verification_uri":"https://as.example/d","expires_in":600}"#,
+        ] {
+            let transport = ScriptedTransport()
+            transport.enqueue(.json(200, body))
+            let provider = OIDCAuthProvider(
+                metadata: metadata, configuration: .init(clientID: "c", redirectURI: "https://app.example/cb"),
+                transport: transport)
+            await #expect(throws: AuthError.self, "\(body)") { _ = try await provider.deviceAuthorization() }
+        }
+    }
+}
+
+extension IDTokenRuleTests {
+    @Test("OIDC Core §2 and ATK-20: an empty or overlong sub, and an iat older than a day, are refused")
+    func subjectAndAge() async throws {
+        let fixture = try Fixture()
+        defer { fixture.jwks.stop() }
+        #expect(await fixture.validate(try fixture.token(["sub": ""])) == "invalid_subject")
+        #expect(
+            await fixture.validate(try fixture.token(["sub": .string(String(repeating: "s", count: 256))]))
+                == "invalid_subject")
+        let old = Int64(fixture.now.timeIntervalSince1970) - 2 * 86400
+        #expect(
+            await fixture.validate(try fixture.token(["iat": .integer(old), "auth_time": .integer(old)]))
+                == "issued_too_long_ago")
+    }
+}

@@ -92,7 +92,10 @@ package final class TestBrowser: @unchecked Sendable {
     {
         // A generous timeout: a loaded machine (the whole suite, a browser) may take seconds to answer.
         let client = try RawClient(port: port, host: host, timeout: 30)
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host.contains(":") ? "[\(host)]" : host):\(port)\r\n"
+        var head = "\(method) \(target) HTTP/1.1\r\n"
+        if !headers.contains(where: { $0.0.lowercased() == "host" }) {
+            head += "Host: \(host.contains(":") ? "[\(host)]" : host):\(port)\r\n"
+        }
         head += "Connection: close\r\nContent-Length: \(body.count)\r\n"
         let cookies = lock.withLock { jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } }
         if !cookies.isEmpty { head += "Cookie: \(cookies.joined(separator: "; "))\r\n" }

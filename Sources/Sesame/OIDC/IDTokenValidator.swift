@@ -78,6 +78,10 @@ public struct IDTokenValidator: Sendable {
     public var leeway: TimeInterval = 60
     /// Added to the local clock: the provider's clock minus ours, when learned (from an HTTP `Date` header).
     public var clockOffset: TimeInterval = 0
+    /// The oldest `iat` accepted, in seconds: an ID token is issued for this sign-in or this refresh.
+    ///
+    /// Default one day.
+    public var maximumTokenAge: TimeInterval = 86400
     /// Audiences besides the client that an ID token may list (OIDC Core §3.1.3.7 step 3: any other is refused).
     ///
     /// Default none.
@@ -126,6 +130,7 @@ public struct IDTokenValidator: Sendable {
             issuer: issuer, audience: clientID, nonce: expectations.nonce, leeway: leeway,
             requiredClaims: ["exp", "iat", "sub", "aud", "iss"])
         policy.acceptedTypes = ["jwt"]
+        policy.maxAge = maximumTokenAge
         var claims: JWTClaims
         let algorithm: JWSAlgorithm
         do {
@@ -154,6 +159,10 @@ public struct IDTokenValidator: Sendable {
             }
         } catch let error as JOSEError {
             throw Self.rejection(error.code.rawValue, "the ID token was rejected: \(error)")
+        }
+        // OIDC Core §2: a locally unique identifier of at most 255 ASCII characters.
+        guard let subject = claims.subject, !subject.isEmpty, subject.utf8.count <= 255 else {
+            throw Self.rejection("invalid_subject", "the ID token's sub is empty or longer than 255 characters")
         }
         if let audiences = claims.audience,
             let stranger = audiences.first(where: { !ByteExact.equals($0, clientID) && !trustedAudiences.contains($0) })

@@ -43,16 +43,26 @@ extension OIDCAuthProvider {
         guard response.status == 200 else { throw Self.failure(response, "the device authorization was refused") }
         guard let json = try? JOSEValue.parse(response.body), let deviceCode = json["device_code"]?.stringValue,
             let userCode = json["user_code"]?.stringValue, PrintableText.isClean(userCode), userCode.count <= 64,
+            userCode.unicodeScalars.allSatisfy({ $0.isASCII }),
             let uriText = json["verification_uri"]?.stringValue ?? json["verification_url"]?.stringValue,
-            let uri = URL(string: uriText), let expiresIn = json["expires_in"]?.doubleValue, expiresIn.isFinite,
+            let uri = URL(string: uriText), Self.isWebURL(uri), let expiresIn = json["expires_in"]?.doubleValue,
+            expiresIn.isFinite,
             expiresIn > 0
         else { throw AuthError(.invalidResponse, "the device authorization response is incomplete") }
         let interval = json["interval"]?.doubleValue.flatMap { $0.isFinite && $0 >= 1 && $0 <= 3600 ? $0 : nil } ?? 5
         return DeviceAuthorization(
             userCode: userCode, verificationURI: uri,
-            verificationURIComplete: json["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
+            verificationURIComplete: json["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)).flatMap {
+                Self.isWebURL($0) ? $0 : nil
+            },
             expiresAt: timeSource.now.addingTimeInterval(min(expiresIn, 86400)), interval: interval,
             deviceCode: deviceCode)
+    }
+
+    /// Whether `url` is https, or http on loopback: nothing else (`javascript:`, `file:`) is shown to a user to open.
+    static func isWebURL(_ url: URL) -> Bool {
+        url.host?.isEmpty == false
+            && (url.scheme?.lowercased() == "https" || OIDCProviderMetadata.isLoopback(url))
     }
 
     /// Polls the token endpoint until the user decides (RFC 8628 §3.4–3.5): `authorization_pending` waits the

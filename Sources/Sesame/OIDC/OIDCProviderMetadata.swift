@@ -120,6 +120,9 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
     ) async throws -> OIDCProviderMetadata {
         let text = issuer.absoluteString
         try checkSecure(issuer, allowInsecureHTTP: allowInsecureHTTP, what: "the issuer")
+        guard issuer.query == nil, issuer.fragment == nil, issuer.user == nil else {
+            throw AuthError(.configuration, "an issuer has no query, fragment or user info (OIDC Discovery §2)")
+        }
         let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
         var candidates = [trimmed + "/.well-known/openid-configuration"]
         if let components = URLComponents(url: issuer, resolvingAgainstBaseURL: false) {
@@ -144,6 +147,10 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
                 json.objectValue != nil
             else { throw AuthError(.invalidResponse, "the discovery document at \(candidate) is not a JSON object") }
             let metadata = try OIDCProviderMetadata(json: json)
+            // An OpenID provider's configuration must name its keys (OIDC Discovery §3), or ID tokens go unverified.
+            if candidate.hasSuffix("/.well-known/openid-configuration"), metadata.jwksURI == nil {
+                throw AuthError(.invalidResponse, "the OpenID configuration at \(candidate) has no jwks_uri")
+            }
             guard let stated = metadata.issuer, ByteExact.equals(stated, text) else {
                 throw AuthError(
                     .issuerMismatch,
@@ -155,12 +162,24 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
                 metadata.revocationEndpoint, metadata.endSessionEndpoint, metadata.deviceAuthorizationEndpoint,
                 metadata.pushedAuthorizationRequestEndpoint,
             ].compactMap({ $0 }) {
-                try checkSecure(
-                    endpoint, allowInsecureHTTP: allowInsecureHTTP || isLoopback(issuer), what: "an endpoint")
+                // A loopback issuer may use http for its own loopback endpoints only, never for another host.
+                try checkSecure(endpoint, allowInsecureHTTP: allowInsecureHTTP, what: "an endpoint")
             }
             return metadata
         }
         throw lastError ?? AuthError(.invalidResponse, "no discovery document at \(text)")
+    }
+
+    /// Re-checks hand-made or stored metadata: every endpoint https, or http on loopback.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/insecureEndpoint``.
+    public func checkEndpoints(allowInsecureHTTP: Bool = false) throws {
+        for endpoint in [
+            authorizationEndpoint, tokenEndpoint, jwksURI, userInfoEndpoint, revocationEndpoint, endSessionEndpoint,
+            deviceAuthorizationEndpoint, pushedAuthorizationRequestEndpoint,
+        ].compactMap({ $0 }) {
+            try Self.checkSecure(endpoint, allowInsecureHTTP: allowInsecureHTTP, what: "an endpoint")
+        }
     }
 
     static func checkSecure(_ url: URL, allowInsecureHTTP: Bool, what: String) throws {

@@ -123,9 +123,8 @@ public final class OIDCSignIn: Sendable {
     {
         if let agent, let tokens = try? await session.currentTokens {
             let state = PendingAuthorization.randomSecret()
-            if let url = provider.endSessionURL(
-                for: tokens, postLogoutRedirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI,
-                state: state)
+            // The post-logout URI only when given: it must be registered for logout, which the sign-in one may not be.
+            if let url = provider.endSessionURL(for: tokens, postLogoutRedirectURI: postLogoutRedirectURI, state: state)
             {
                 _ = try? await agent.authorize(
                     url: url, redirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI, state: state)

@@ -22,7 +22,12 @@ package enum PrintableText {
 
     private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: true
+        // Control characters, bidi controls, line and paragraph separators, zero-width and invisible characters
+        // (which can make a printed value read as another), the BOM, and tag characters.
+        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200B...0x200F, 0x2028, 0x2029,
+            0x2060...0x2064,
+            0x061C, 0xFEFF, 0xE0000...0xE007F:
+            true
         default: false
         }
     }
