@@ -331,3 +331,86 @@ extension IDTokenRuleTests {
                 == "issued_too_long_ago")
     }
 }
+
+/// Device polling rules against a scripted token endpoint (fault injection at the transport seam).
+@Suite struct DevicePollingTests {
+    static func provider(_ transport: ScriptedTransport, sleeps: LockedBox<[TimeInterval]>) throws -> OIDCAuthProvider {
+        let metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")),
+            deviceAuthorizationEndpoint: URL(string: "https://as.example/device"))
+        return OIDCAuthProvider(
+            metadata: metadata,
+            configuration: .init(clientID: "c", redirectURI: "https://app.example/cb", scopes: ["offline_access"]),
+            transport: transport, sleep: { seconds in sleeps.mutate { $0.append(seconds) } })
+    }
+
+    static let tokens = #"{"access_token":"a","token_type":"Bearer","refresh_token":"r","expires_in":60}"#
+
+    @Test("DEV-02 DEV-04 DEV-05: no interval means 5 s; slow_down adds 5 s for good; pending keeps the interval")
+    func intervals() async throws {
+        let transport = ScriptedTransport()
+        let sleeps = LockedBox<[TimeInterval]>([])
+        let provider = try Self.provider(transport, sleeps: sleeps)
+        transport.enqueue(
+            .json(
+                200,
+                #"{"device_code":"d","user_code":"ABCD-EFGH","verification_uri":"https://as.example/d","expires_in":600}"#
+            ),
+            .json(400, #"{"error":"authorization_pending"}"#), .json(400, #"{"error":"slow_down"}"#),
+            .json(400, #"{"error":"authorization_pending"}"#), .json(200, Self.tokens))
+        let authorization = try await provider.deviceAuthorization()
+        #expect(authorization.interval == 5)
+        var signedIn = false
+        for try await progress in provider.deviceTokens(for: authorization) {
+            if case .signedIn = progress { signedIn = true }
+        }
+        #expect(signedIn)
+        #expect(sleeps.value == [5, 5, 10, 10])
+        let polls = transport.requests.dropFirst()
+        #expect(polls.allSatisfy { String(decoding: $0.body ?? Data(), as: UTF8.self).contains("device_code=d") })
+    }
+
+    @Test("DEV-07 DEV-06: a timeout doubles the interval; expired_token ends the flow with a typed error")
+    func backoffAndExpiry() async throws {
+        let transport = ScriptedTransport()
+        let sleeps = LockedBox<[TimeInterval]>([])
+        let provider = try Self.provider(transport, sleeps: sleeps)
+        transport.enqueue(
+            .json(
+                200,
+                #"{"device_code":"d","user_code":"ABCD","verification_uri":"https://as.example/d","expires_in":600,"interval":2}"#
+            ),
+            .failure(AuthError(.transport, "timed out")), .json(400, #"{"error":"expired_token"}"#))
+        let authorization = try await provider.deviceAuthorization()
+        do {
+            for try await _ in provider.deviceTokens(for: authorization) {}
+            Issue.record("expired_token did not end the flow")
+        } catch let error as AuthError {
+            #expect(error.code == .deviceCodeExpired)
+        }
+        #expect(sleeps.value == [2, 4])
+    }
+}
+
+@Suite struct LogoutRuleTests {
+    @Test(
+        "LOGOUT-01 LOGOUT-02 REV-02: the logout URL carries the hint, a registered URI and the state, which come back; revoking twice succeeds"
+    )
+    func endSessionRoundTrip() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let tokens = try await oidc.signIn(provider)
+        let url = try #require(
+            provider.endSessionURL(for: tokens, postLogoutRedirectURI: "http://127.0.0.1:5555/bye", state: "st-1"))
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        #expect(items.contains { $0.name == "id_token_hint" && $0.value == tokens.idToken })
+        let target =
+            url.path + "?" + (URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? "")
+        let page = try oidc.browser.get(target)
+        #expect(page.status == 302 && page.location == "http://127.0.0.1:5555/bye?state=st-1")
+        try await provider.signOut(tokens)
+        try await provider.signOut(tokens)  // RFC 7009 §2.2: an invalid token is a 200 too
+    }
+}
