@@ -3,6 +3,7 @@ import SesameJOSE
 import Testing
 
 @Suite struct DPoPProofTests {
+    // swift-format-ignore: NeverForceUnwrap
     static let url = URL(string: "https://Server.Example.com/token?x=1#frag")!
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 

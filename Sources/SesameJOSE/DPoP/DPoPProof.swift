@@ -122,9 +122,13 @@ public struct DPoPProofVerifier: Sendable {
     /// Verifies `proof` for `method` `url`.
     ///
     /// - Parameters:
+    ///   - proof: the `DPoP` header's value.
+    ///   - method: the request's method.
+    ///   - url: the request's URL (compared without query and fragment).
     ///   - accessToken: for resource requests: the token whose `ath` the proof must carry.
     ///   - nonce: the nonce the server demands, or nil.
     ///   - now: the server's time.
+    /// - Returns: the key's thumbprint and what the proof says.
     /// - Throws: ``JOSEError``: ``JOSEError/Code/invalidHeader`` (`typ`, `jwk`), ``JOSEError/Code/algorithmNotAllowed``,
     ///   ``JOSEError/Code/signatureInvalid``, ``JOSEError/Code/missingClaim``, ``JOSEError/Code/invalidClaimType``,
     ///   ``JOSEError/Code/expired`` / ``JOSEError/Code/issuedInFuture`` (`iat`), ``JOSEError/Code/nonceMismatch``, or
