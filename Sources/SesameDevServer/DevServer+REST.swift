@@ -120,11 +120,12 @@ extension DevServer {
 
     /// The user a valid `Authorization: Bearer` access token names, or nil.
     func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
-        guard let token = request.authorization(scheme: "Bearer"),
+        guard let (token, scheme) = Self.presentedToken(request),
             let verifier = state.withLock({ $0.accessVerifier }),
             let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
             let subject = claims.subject
         else { return nil }
+        if checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me") != nil { return nil }
         // An OIDC access token is good only while its grant is (revocation, a replayed code, a reused refresh).
         if let grant = claims["gid"] {
             guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return nil }

@@ -80,6 +80,8 @@ public final class DevServer: Sendable {
         public var keyRotationInterval: Int64?
         /// The RP test mode the provider starts in (``RPTestMode``); nil behaves correctly.
         public var rpTest: RPTestMode?
+        /// Demand DPoP nonces (RFC 9449 §8): a proof without the current `DPoP-Nonce` is answered `use_dpop_nonce`.
+        public var dpopNonce = false
         /// Browser-session lifetime in seconds (the cookie that skips the sign-in form).
         ///
         /// Default 12 hours.
@@ -115,6 +117,8 @@ public final class DevServer: Sendable {
     let formSecret = JOSECrypto.randomBytes(32)
     /// Serialises key rotations.
     let rotationLock = NSLock()
+    /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
+    let dpopProofs = LockedValue<[String: Int64]>([:])
     /// OIDC access tokens whose signature and claims were verified, by their exact text, with their expiry.
     let verifiedAccessTokens = LockedValue<[String: (claims: JWTClaims, expiresAt: Date)]>([:])
 

@@ -80,6 +80,7 @@ enum ServeCommand {
             "--refresh-reuse-grace", value: "S",
             "seconds a rotated refresh token may come back without revoking its grant", default: "0"),
         OptionSpec("--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old"),
+        OptionSpec("--dpop-nonce", "demand DPoP nonces (use_dpop_nonce until a proof carries the current one)"),
         OptionSpec(
             "--rp-test", value: "NAME",
             "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),
@@ -169,6 +170,7 @@ enum ServeCommand {
             try integer(arguments, "--id-token-ttl", default: 3600, range: 1...86400 * 365))
         configuration.refreshReuseGrace = Int64(
             try integer(arguments, "--refresh-reuse-grace", default: 0, range: 0...3600))
+        configuration.dpopNonce = arguments.flag("--dpop-nonce")
         if arguments.value("--rotate-keys-every") != nil {
             configuration.keyRotationInterval = Int64(
                 try integer(arguments, "--rotate-keys-every", default: 0, range: 1...86400 * 365))

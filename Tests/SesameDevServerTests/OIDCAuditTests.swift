@@ -55,11 +55,11 @@ import Testing
         }
     }
 
-    @Test("dpop_jkt is refused until DPoP exists, rather than silently ignored")
-    func dpopJKTRefused() throws {
+    @Test("a malformed dpop_jkt is refused (a well-formed one binds the code: DPoPProviderTests)")
+    func dpopJKTShape() throws {
         let oidc = try OIDCHarness()
         defer { oidc.stop() }
-        let pairs = oidc.parameters(OIDCHarness.PKCE(), ["dpop_jkt": String(repeating: "A", count: 43)])
+        let pairs = oidc.parameters(OIDCHarness.PKCE(), ["dpop_jkt": "not-a-thumbprint"])
         #expect(try oidc.authorize(pairs).redirectParameters["error"] == "invalid_request")
     }
 

@@ -19,7 +19,7 @@ import Testing
         #expect(document["response_types_supported"] == ["code"])
         #expect(document["token_endpoint_auth_methods_supported"] == ["none"])
         #expect(document["id_token_signing_alg_values_supported"] == ["ES256"])
-        #expect(document["dpop_signing_alg_values_supported"] == nil, "not until DPoP is supported")
+        #expect(document["dpop_signing_alg_values_supported"]?.arrayValue?.contains("ES256") == true)
         #expect(
             document["grant_types_supported"]
                 == ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"])

@@ -189,9 +189,8 @@ struct AuthorizationRequest: Sendable, Equatable {
             }
             maxAge = value
         }
-        if parameters["dpop_jkt"] != nil {
-            // Ignoring it would let a client believe its code is bound to a key (RFC 9449 §10).
-            return fail("invalid_request", "dpop_jkt: this provider does not support DPoP yet")
+        if let jkt = parameters["dpop_jkt"], jkt.utf8.count != 43 || !jkt.utf8.allSatisfy(Self.isBase64URL) {
+            return fail("invalid_request", "dpop_jkt must be a base64url SHA-256 JWK thumbprint")
         }
         return .success(
             AuthorizationRequest(

@@ -260,7 +260,17 @@ extension DevServer {
         }
         switch AuthorizationRequest.validate(parameters, clients: clients) {
         case .failure(let rejection): return Self.oauthError(rejection.failure)
-        case .success(let authorization):
+        case .success(var authorization):
+            // A proof at PAR binds the code to its key when dpop_jkt was not given (RFC 9449 §10.1).
+            switch dpopProof(request, path: "/par", accessToken: nil) {
+            case .absent: break
+            case .refused(let response): return response
+            case .valid(let thumbprint):
+                if let stated = authorization.dpopJKT, !ByteExact.equals(stated, thumbprint) {
+                    return Self.oauthError(OAuthFailure("invalid_dpop_proof", "dpop_jkt is not the proof's key"))
+                }
+                authorization.dpopJKT = thumbprint
+            }
             guard let uri = try? store.storePushed(authorization, ttl: 60, now: now) else {
                 return Self.error(500, "server_error", "the request could not be stored")
             }

@@ -101,6 +101,7 @@ extension DevServer {
             "request_uri_parameter_supported": false,
             "claims_parameter_supported": false,
             "prompt_values_supported": ["none", "login", "consent", "select_account"],
+            "dpop_signing_alg_values_supported": ["ES256", "EdDSA", "RS256", "PS256"],
             "claims_supported": [
                 "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "email", "email_verified",
                 "name", "preferred_username",

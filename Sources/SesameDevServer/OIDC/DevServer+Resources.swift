@@ -41,8 +41,11 @@ extension DevServer {
             response.headers.set("WWW-Authenticate", "Bearer realm=\"sesame\"")
             return response
         }
-        guard let token = request.authorization(scheme: "Bearer"), let (grant, claims) = oidcAccess(token) else {
+        guard let (token, scheme) = Self.presentedToken(request), let (grant, claims) = oidcAccess(token) else {
             return Self.invalidToken("the access token is invalid, expired or revoked")
+        }
+        if let refusal = checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/userinfo") {
+            return refusal
         }
         let scope = (claims["scope"]?.stringValue ?? "").split(separator: " ").map(String.init)
         guard scope.contains("openid") else {

@@ -25,11 +25,18 @@ extension DevServer {
         guard clients[clientID] != nil else {
             return Self.oauthError(OAuthFailure("invalid_client", "the client \(clientID) is not registered"))
         }
+        // A DPoP proof binds what this request issues to its key (RFC 9449 §5).
+        var key: String?
+        switch dpopProof(request, path: "/token", accessToken: nil) {
+        case .absent: break
+        case .valid(let thumbprint): key = thumbprint
+        case .refused(let response): return response
+        }
         do {
             switch parameters["grant_type"] {
-            case "authorization_code"?: return try exchangeCode(parameters, clientID: clientID)
-            case "refresh_token"?: return try refreshGrant(parameters, clientID: clientID)
-            case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID)
+            case "authorization_code"?: return try exchangeCode(parameters, clientID: clientID, key: key)
+            case "refresh_token"?: return try refreshGrant(parameters, clientID: clientID, key: key)
+            case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID, key: key)
             case nil: return Self.oauthError(OAuthFailure("invalid_request", "grant_type is required"))
             case let other?:
                 return Self.oauthError(
@@ -40,7 +47,9 @@ extension DevServer {
         }
     }
 
-    private func exchangeCode(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+    private func exchangeCode(_ parameters: OAuthParameters, clientID: String, key: String?) throws
+        -> HTTPServerResponse
+    {
         guard let code = parameters["code"], let redirectURI = parameters["redirect_uri"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "code and redirect_uri are required"))
         }
@@ -67,6 +76,10 @@ extension DevServer {
             guard ConstantTime.equals(Array(challenge.utf8), Array(authorization.codeChallenge.utf8)) else {
                 return "code_verifier does not match the code_challenge"
             }
+            // dpop_jkt (RFC 9449 §10): the code is good only with a proof by that key.
+            if let bound = authorization.dpopJKT, key.map({ ByteExact.equals($0, bound) }) != true {
+                return "the code is bound to a DPoP key (dpop_jkt): send a proof by that key"
+            }
             return nil
         }
         switch outcome {
@@ -79,17 +92,31 @@ extension DevServer {
                 "the authorization code was already used (or tried with a wrong verifier); any tokens it issued are revoked"
             )
         case .granted(let record, let grantID):
+            if let key { try store.bind(grantID: grantID, toKey: key) }
             guard let grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
             state.withLock { $0.counters.codeExchanges += 1 }
             return try tokenResponse(
                 grant, scope: record.request.scope, nonce: record.request.nonce, issuedAt: issued, refreshToken: nil,
-                fromRefresh: false)
+                fromRefresh: false, key: key)
         }
     }
 
-    private func refreshGrant(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+    private func refreshGrant(_ parameters: OAuthParameters, clientID: String, key: String?) throws
+        -> HTTPServerResponse
+    {
         guard let token = parameters["refresh_token"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "refresh_token is required"))
+        }
+        // A public client's DPoP-bound refresh token needs a proof by the same key (RFC 9449 §5); refused before
+        // the token is spent.
+        var boundKey: String?
+        if let (grantID, _) = try store.grantID(ofRefreshToken: token), let bound = try store.grantKey(id: grantID) {
+            guard let key, ByteExact.equals(key, bound) else {
+                state.withLock { $0.counters.refreshFailures += 1 }
+                return Self.oauthError(
+                    OAuthFailure("invalid_grant", "the refresh token is bound to a DPoP key: send a proof by that key"))
+            }
+            boundKey = bound
         }
         // A widened scope is refused before the token is spent, so the client can retry with its token.
         var narrowed: [String]?
@@ -132,10 +159,13 @@ extension DevServer {
         }
         state.withLock { $0.counters.refreshes += 1 }
         return try tokenResponse(
-            grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true)
+            grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true,
+            key: boundKey ?? key)
     }
 
-    private func deviceGrant(_ parameters: OAuthParameters, clientID: String) throws -> HTTPServerResponse {
+    private func deviceGrant(_ parameters: OAuthParameters, clientID: String, key: String?) throws
+        -> HTTPServerResponse
+    {
         guard let deviceCode = parameters["device_code"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "device_code is required"))
         }
@@ -154,9 +184,10 @@ extension DevServer {
             guard let grant = try store.activeGrant(id: grantID) else {
                 return Self.oauthError(OAuthFailure("invalid_grant", "the grant is gone"))
             }
+            if let key { try store.bind(grantID: grantID, toKey: key) }
             state.withLock { $0.counters.deviceGrants += 1 }
             return try tokenResponse(
-                grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: nil, fromRefresh: false)
+                grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: nil, fromRefresh: false, key: key)
         }
     }
 
@@ -164,11 +195,11 @@ extension DevServer {
     /// token only with `openid`.
     func tokenResponse(
         _ grant: DevStore.Grant, scope: [String], nonce: String?, issuedAt: Int64, refreshToken: String?,
-        fromRefresh: Bool
+        fromRefresh: Bool, key: String? = nil
     ) throws -> HTTPServerResponse {
-        let access = try oidcAccessToken(for: grant, scope: scope, issuedAt: issuedAt)
+        let access = try oidcAccessToken(for: grant, scope: scope, issuedAt: issuedAt, confirmation: key)
         var body: JOSEObject = [
-            "access_token": .string(access), "token_type": "Bearer",
+            "access_token": .string(access), "token_type": .string(key == nil ? "Bearer" : "DPoP"),
             "expires_in": .integer(configuration.accessTokenTTL), "scope": .string(scope.joined(separator: " ")),
         ]
         if let refreshToken {
@@ -185,6 +216,7 @@ extension DevServer {
         }
         var response = HTTPServerResponse.json(200, JOSEValue.object(body).jsonData)
         response.headers.set("Pragma", "no-cache")
+        if key != nil, configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: issuedAt)) }
         return response
     }
 

@@ -52,6 +52,18 @@ extension DevStore {
             claims: row[6].text)
     }
 
+    /// The DPoP key thumbprint grant `id` is bound to, if any.
+    func grantKey(id: String) throws -> String? {
+        try database.query("SELECT dpop_jkt FROM refresh_families WHERE id = ?", [.text(id)]).first?.first?.text
+    }
+
+    /// Binds grant `id` to a DPoP key.
+    func bind(grantID: String, toKey thumbprint: String) throws {
+        try database.query(
+            "UPDATE refresh_families SET dpop_jkt = ? WHERE id = ? AND dpop_jkt IS NULL",
+            [.text(thumbprint), .text(grantID)])
+    }
+
     func revokeGrant(id: String) throws {
         try database.query("UPDATE refresh_families SET revoked = 1 WHERE id = ?", [.text(id)])
     }

@@ -5,7 +5,7 @@ import SesameJOSE
 ///
 /// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
 final class DevStore: Sendable {
-    static let schemaVersion: Int64 = 2
+    static let schemaVersion: Int64 = 3
 
     let database: SQLiteDatabase
 
@@ -40,6 +40,13 @@ final class DevStore: Sendable {
         }
         if version < 1 { try migrateToVersion1() }
         if version < 2 { try migrateToVersion2() }
+        if version < 3 {
+            // Schema 3: a grant may be bound to a DPoP key (RFC 9449 §5: a public client's refresh token is).
+            try database.transaction {
+                try database.execute(
+                    "ALTER TABLE refresh_families ADD COLUMN dpop_jkt TEXT; PRAGMA user_version = 3;")
+            }
+        }
     }
 
     private func migrateToVersion1() throws {

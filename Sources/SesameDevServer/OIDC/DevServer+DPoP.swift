@@ -1,0 +1,110 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// DPoP (RFC 9449) on the provider: proofs on `/token`, `/par`, `/userinfo` and `/me`, tokens bound with `cnf.jkt`,
+/// nonces derived from a server secret (no table of issued nonces), replayed `jti`s refused within the window.
+extension DevServer {
+    /// What a request's DPoP proof says.
+    enum DPoPCheck {
+        /// No `DPoP` header.
+        case absent
+        /// A valid proof by the key with this thumbprint.
+        case valid(String)
+        /// An invalid proof, or one without the current nonce: answer this.
+        case refused(HTTPServerResponse)
+    }
+
+    /// How long one nonce is current; the previous one is still accepted.
+    static let dpopNonceWindow: Int64 = 300
+
+    /// The nonce of the window containing `time`: an HMAC of the window number under the form secret.
+    func dpopNonce(at time: Int64) -> String {
+        let window = time / Self.dpopNonceWindow
+        return Base64URL.encode(JOSECrypto.hmac(Array("dpop-nonce \(window)".utf8), key: formSecret, algorithm: .hs256))
+    }
+
+    /// Checks the `DPoP` header of `request` at `path` (with `accessToken` for resource requests).
+    func dpopProof(_ request: HTTPServerRequest, path: String, accessToken: String?) -> DPoPCheck {
+        let proofs = request.headers.values("DPoP")
+        guard !proofs.isEmpty else { return .absent }
+        let resource = accessToken != nil
+        func refuse(_ code: String, _ description: String) -> DPoPCheck {
+            var response =
+                resource
+                ? Self.error(401, code, description)
+                : Self.oauthError(OAuthFailure(code, description))
+            if resource {
+                response.headers.set("WWW-Authenticate", "DPoP error=\"\(code)\", algs=\"ES256 EdDSA RS256 PS256\"")
+            }
+            if configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: now)) }
+            return .refused(response)
+        }
+        guard proofs.count == 1, let proof = proofs.first, let url = URL(string: state.withLock { $0.issuer } + path)
+        else { return refuse("invalid_dpop_proof", "send exactly one DPoP header") }
+        let time = now
+        let verified: DPoPProofVerifier.Verified
+        do {
+            verified = try DPoPProofVerifier().verify(
+                proof, method: request.method, url: url, accessToken: accessToken,
+                now: Date(timeIntervalSince1970: Double(time)))
+        } catch {
+            return refuse("invalid_dpop_proof", "the DPoP proof was rejected: \(error)")
+        }
+        if configuration.dpopNonce {
+            let accepted = [dpopNonce(at: time), dpopNonce(at: time - Self.dpopNonceWindow)]
+            guard let stated = verified.nonce,
+                accepted.contains(where: { ConstantTime.equals(Array($0.utf8), Array(stated.utf8)) })
+            else { return refuse("use_dpop_nonce", "use the DPoP-Nonce this server sent") }
+        }
+        // A proof is good once (RFC 9449 §11.1): its jti is remembered for as long as the proof would be accepted.
+        let key = verified.thumbprint + " " + verified.jti
+        let fresh = dpopProofs.withLock { seen -> Bool in
+            seen = seen.filter { $0.value > time }
+            guard seen[key] == nil else { return false }
+            if seen.count < 100_000 { seen[key] = time + 70 }
+            return true
+        }
+        guard fresh else { return refuse("invalid_dpop_proof", "this DPoP proof was already used") }
+        return .valid(verified.thumbprint)
+    }
+
+    /// For a resource request with an access token: the token's binding honoured. A DPoP-bound token needs the
+    /// `DPoP` scheme and a proof by its key with its `ath`; a Bearer token may not be presented as DPoP.
+    ///
+    /// - Returns: nil when the request may go on, else the 401 to send.
+    func checkBinding(_ request: HTTPServerRequest, claims: JWTClaims, token: String, scheme: String, path: String)
+        -> HTTPServerResponse?
+    {
+        let bound = claims["cnf"]?["jkt"]?.stringValue
+        if scheme == "Bearer" {
+            guard bound == nil else {
+                return Self.dpopChallenge("invalid_token", "this token is bound to a DPoP key: send it as DPoP")
+            }
+            return nil
+        }
+        guard let bound else { return Self.dpopChallenge("invalid_token", "this token is not a DPoP token") }
+        switch dpopProof(request, path: path, accessToken: token) {
+        case .absent: return Self.dpopChallenge("invalid_dpop_proof", "a DPoP token needs a DPoP proof")
+        case .refused(let response): return response
+        case .valid(let thumbprint):
+            guard ConstantTime.equals(Array(thumbprint.utf8), Array(bound.utf8)) else {
+                return Self.dpopChallenge("invalid_dpop_proof", "the proof's key is not the token's")
+            }
+            return nil
+        }
+    }
+
+    static func dpopChallenge(_ code: String, _ description: String) -> HTTPServerResponse {
+        var response = error(401, code, description)
+        response.headers.set("WWW-Authenticate", "DPoP error=\"\(code)\", algs=\"ES256 EdDSA RS256 PS256\"")
+        return response
+    }
+
+    /// The access token of a resource request and its scheme (`Bearer` or `DPoP`).
+    static func presentedToken(_ request: HTTPServerRequest) -> (token: String, scheme: String)? {
+        if let token = request.authorization(scheme: "DPoP") { return (token, "DPoP") }
+        if let token = request.authorization(scheme: "Bearer") { return (token, "Bearer") }
+        return nil
+    }
+}

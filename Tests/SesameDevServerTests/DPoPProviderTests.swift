@@ -1,0 +1,152 @@
+import Foundation
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import Testing
+
+/// DPoP on the dev server's provider (RFC 9449): binding at /token, proofs at /userinfo and /me, nonces.
+@Suite struct DPoPProviderTests {
+    /// Signs in, then exchanges the code with a proof by `key` (and `nonce`).
+    static func dpopTokens(_ oidc: OIDCHarness, key: JWK, nonce: String? = nil, overrides: [String: String?] = [:])
+        throws -> TestBrowser.Page
+    {
+        let pkce = OIDCHarness.PKCE()
+        let (code, _) = try oidc.code(pkce, overrides)
+        return try oidc.browser.post(
+            "/token",
+            form: [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", OIDCHarness.redirect),
+                ("client_id", "sesame-cli"), ("code_verifier", pkce.verifier),
+            ], headers: [("DPoP", try proof(oidc, key, "POST", "/token", nonce: nonce))])
+    }
+
+    static func proof(
+        _ oidc: OIDCHarness, _ key: JWK, _ method: String, _ path: String, token: String? = nil,
+        nonce: String? = nil
+    ) throws -> String {
+        try DPoPProof.make(
+            key: key, method: method, url: try #require(URL(string: oidc.issuer + path)), accessToken: token,
+            nonce: nonce,
+            issuedAt: oidc.clock.now)
+    }
+
+    @Test(
+        "DPOP-06 DPOP-07: a proof at /token binds the tokens (token_type DPoP, cnf.jkt); the bound token needs a proof by its key"
+    )
+    func binding() throws {
+        let oidc = try OIDCHarness()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let response = try Self.dpopTokens(oidc, key: key)
+        #expect(response.status == 200, "\(response.body)")
+        let tokens = try #require(response.json)
+        #expect(tokens["token_type"] == "DPoP")
+        let access = tokens["access_token"].string
+        #expect(try JWT.unverifiedClaims(of: access)["cnf"]?["jkt"] == .string(key.thumbprint))
+        func userInfo(_ headers: [(String, String)]) throws -> TestBrowser.Page {
+            try oidc.browser.get("/userinfo", headers: headers)
+        }
+        let good = try Self.proof(oidc, key, "GET", "/userinfo", token: access)
+        #expect(try userInfo([("Authorization", "DPoP \(access)"), ("DPoP", good)]).status == 200)
+        #expect(try userInfo([("Authorization", "DPoP \(access)"), ("DPoP", good)]).status == 401, "a replayed proof")
+        #expect(try userInfo([("Authorization", "Bearer \(access)")]).status == 401, "a bound token as Bearer")
+        #expect(try userInfo([("Authorization", "DPoP \(access)")]).status == 401, "no proof")
+        let thief = try JWK.generate(for: .es256)
+        let stolen = try userInfo([
+            ("Authorization", "DPoP \(access)"),
+            ("DPoP", try Self.proof(oidc, thief, "GET", "/userinfo", token: access)),
+        ])
+        #expect(stolen.status == 401 && stolen.header("WWW-Authenticate")?.hasPrefix("DPoP") == true, "a stolen token")
+        let noATH = try userInfo([
+            ("Authorization", "DPoP \(access)"), ("DPoP", try Self.proof(oidc, key, "GET", "/userinfo")),
+        ])
+        #expect(noATH.status == 401, "a proof without ath")
+        let twoProofs = try userInfo([
+            ("Authorization", "DPoP \(access)"), ("DPoP", try Self.proof(oidc, key, "GET", "/userinfo", token: access)),
+            ("DPoP", try Self.proof(oidc, key, "GET", "/userinfo", token: access)),
+        ])
+        #expect(twoProofs.status == 401, "DPOP-11: one DPoP header only")
+        // /me honours the binding too.
+        let me = try oidc.browser.get(
+            "/me",
+            headers: [
+                ("Authorization", "DPoP \(access)"), ("DPoP", try Self.proof(oidc, key, "GET", "/me", token: access)),
+            ])
+        #expect(me.status == 200)
+        #expect(try oidc.browser.get("/me", headers: [("Authorization", "Bearer \(access)")]).status == 401)
+    }
+
+    @Test(
+        "DPOP-06: a public client's refresh token is bound: another key or none is refused, and the token is not spent")
+    func refreshBinding() throws {
+        let oidc = try OIDCHarness()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let tokens = try #require(try Self.dpopTokens(oidc, key: key).json)
+        let refresh = tokens["refresh_token"].string
+        func refreshWith(_ signer: JWK?) throws -> TestBrowser.Page {
+            try oidc.browser.post(
+                "/token",
+                form: [("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", "sesame-cli")],
+                headers: try signer.map { [("DPoP", try Self.proof(oidc, $0, "POST", "/token"))] } ?? [])
+        }
+        #expect(try refreshWith(nil).error == "invalid_grant")
+        #expect(try refreshWith(try JWK.generate(for: .es256)).error == "invalid_grant")
+        let rotated = try refreshWith(key)
+        #expect(rotated.status == 200 && rotated.json?["token_type"] == "DPoP", "the failures did not spend it")
+    }
+
+    @Test("DPOP-10: dpop_jkt binds the code (also set by a proof at PAR); the wrong key or none cannot redeem it")
+    func codeBinding() throws {
+        let oidc = try OIDCHarness()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let other = try JWK.generate(for: .es256)
+        let wrong = try Self.dpopTokens(oidc, key: other, overrides: ["dpop_jkt": key.thumbprint])
+        #expect(wrong.error == "invalid_grant")
+        let right = try Self.dpopTokens(oidc, key: key, overrides: ["dpop_jkt": key.thumbprint])
+        #expect(right.status == 200)
+        let pkce = OIDCHarness.PKCE()
+        let pushed = try oidc.browser.post(
+            "/par", form: oidc.parameters(pkce), headers: [("DPoP", try Self.proof(oidc, key, "POST", "/par"))])
+        let uri = try #require(pushed.json?["request_uri"]?.stringValue)
+        let redirect = try oidc.authorize([("client_id", "sesame-cli"), ("request_uri", uri)])
+        let code = try #require(redirect.redirectParameters["code"])
+        let bearer = try oidc.exchange(code, pkce)
+        #expect(bearer.error == "invalid_grant", "a code pushed with a proof needs one")
+    }
+
+    @Test(
+        "DPOP-05: --dpop-nonce: use_dpop_nonce with a DPoP-Nonce at /token and /userinfo, accepted on retry, rotating")
+    func nonces() throws {
+        let oidc = try OIDCHarness { $0.dpopNonce = true }
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let first = try Self.dpopTokens(oidc, key: key)
+        #expect(first.status == 400 && first.error == "use_dpop_nonce")
+        let nonce = try #require(first.header("DPoP-Nonce"))
+        let second = try Self.dpopTokens(oidc, key: key, nonce: nonce)
+        #expect(second.status == 200 && second.header("DPoP-Nonce") != nil)
+        let access = try #require(second.json)["access_token"].string
+        let missing = try oidc.browser.get(
+            "/userinfo",
+            headers: [
+                ("Authorization", "DPoP \(access)"),
+                ("DPoP", try Self.proof(oidc, key, "GET", "/userinfo", token: access)),
+            ])
+        #expect(missing.status == 401 && missing.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
+        let retried = try oidc.browser.get(
+            "/userinfo",
+            headers: [
+                ("Authorization", "DPoP \(access)"),
+                (
+                    "DPoP",
+                    try Self.proof(oidc, key, "GET", "/userinfo", token: access, nonce: missing.header("DPoP-Nonce"))
+                ),
+            ])
+        #expect(retried.status == 200)
+        oidc.clock.advance(by: 601)
+        let stale = try Self.dpopTokens(oidc, key: key, nonce: nonce)
+        #expect(stale.error == "use_dpop_nonce" && stale.header("DPoP-Nonce") != nonce, "nonces rotate")
+    }
+}
