@@ -69,8 +69,10 @@ extension DevServer {
         return .valid(verified.thumbprint)
     }
 
-    /// For a resource request with an access token: the token's binding honoured. A DPoP-bound token needs the
-    /// `DPoP` scheme and a proof by its key with its `ath`; a Bearer token may not be presented as DPoP.
+    /// Enforces an access token's binding on a resource request.
+    ///
+    /// A DPoP-bound token needs the `DPoP` scheme and a proof by its key with its `ath`; a Bearer token may not be
+    /// presented as DPoP.
     ///
     /// - Returns: nil when the request may go on, else the 401 to send.
     func checkBinding(_ request: HTTPServerRequest, claims: JWTClaims, token: String, scheme: String, path: String)
