@@ -65,6 +65,10 @@ public struct BearerAuthenticator: Authenticator {
         -> SesameHTTP.Request
     {
         guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
+        // A DPoP-bound token is never sent as Bearer (it would not work, and it would drop the proof).
+        guard tokens.tokenType.lowercased() != "dpop" else {
+            throw AuthError(.configuration, "the session holds a DPoP token: send it with Authorization.dpop(_:)")
+        }
         var request = request
         request.headers["Authorization"] = "Bearer \(tokens.accessToken)"
         return request

@@ -94,7 +94,7 @@ extension OIDCAuthProvider {
                         }
                         let response: SesameHTTP.Response
                         do {
-                            response = try await postForm(
+                            response = try await postWithProof(
                                 metadata.tokenEndpoint,
                                 [
                                     ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),

@@ -30,6 +30,11 @@ public struct OIDCAuthProvider: AuthProvider {
         ///
         /// Default 60 s.
         public var leeway: TimeInterval = 60
+        /// A private key that makes the tokens sender-constrained (DPoP, RFC 9449): every token request carries a
+        /// proof, the provider must answer `token_type: DPoP`, and resource requests need ``DPoPAuthenticator``.
+        ///
+        /// Default nil (Bearer tokens).
+        public var dpopKey: JWK?
         /// Learn the provider's clock from the HTTP `Date` header of token responses and validate ID tokens by it,
         /// for devices whose clock is wrong.
         ///
@@ -66,6 +71,8 @@ public struct OIDCAuthProvider: AuthProvider {
     private let clock = LockedValue<TimeInterval>(0)
     /// The `state`s whose responses were completed (BCP-06), shared by copies of this provider.
     private let consumedStates = LockedValue(BoundedSet(capacity: 1024))
+    /// The latest DPoP nonces per origin; give the same cache to ``DPoPAuthenticator``.
+    public let dpopNonces = DPoPNonces()
     /// How the device flow waits between polls (tests inject one that does not sleep).
     let sleep: @Sendable (TimeInterval) async throws -> Void
 
@@ -148,7 +155,7 @@ public struct OIDCAuthProvider: AuthProvider {
             guard let endpoint = metadata.pushedAuthorizationRequestEndpoint else {
                 throw AuthError(.configuration, "PAR was chosen but the provider has no PAR endpoint")
             }
-            let response = try await postForm(endpoint, parameters)
+            let response = try await postWithProof(endpoint, parameters)
             guard response.status == 201 || response.status == 200,
                 let json = try? JOSEValue.parse(response.body), let uri = json["request_uri"]?.stringValue
             else { throw Self.failure(response, "the pushed authorization request was refused") }
@@ -218,7 +225,7 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let code = parameters["code"], !code.isEmpty else {
             throw AuthError(.invalidAuthorizationResponse, "the authorization response has neither code nor error")
         }
-        let answer = try await postForm(
+        let answer = try await postWithProof(
             metadata.tokenEndpoint,
             [
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectURI),
@@ -241,7 +248,7 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let refreshToken = tokens.refreshToken else {
             throw AuthError(.noRefreshToken, "there is no refresh token; sign in again")
         }
-        let response = try await postForm(
+        let response = try await postWithProof(
             metadata.tokenEndpoint,
             [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", configuration.clientID)])
         guard response.status == 200 else {
@@ -295,10 +302,22 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let endpoint = metadata.userInfoEndpoint else {
             throw AuthError(.configuration, "the provider has no UserInfo endpoint")
         }
-        let response = try await transport.send(
-            SesameHTTP.Request(
-                method: "GET", url: endpoint,
-                headers: ["Accept": "application/json", "Authorization": "Bearer \(tokens.accessToken)"]))
+        let response: SesameHTTP.Response
+        let request = SesameHTTP.Request(method: "GET", url: endpoint, headers: ["Accept": "application/json"])
+        if let key = configuration.dpopKey {
+            let dpop = DPoPAuthenticator(key: key, nonces: dpopNonces, timeSource: timeSource)
+            var attempt = try await transport.send(
+                try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens)))
+            if case .retry(let nonce) = dpop.classify(attempt, for: request) {
+                attempt = try await transport.send(
+                    try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens, nonce: nonce)))
+            }
+            response = attempt
+        } else {
+            var bearer = request
+            bearer.headers["Authorization"] = "Bearer \(tokens.accessToken)"
+            response = try await transport.send(bearer)
+        }
         guard response.status == 200 else { throw Self.failure(response, "UserInfo refused the request") }
         guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue else {
             throw AuthError(.invalidResponse, "the UserInfo response is not a JSON object")
@@ -373,12 +392,35 @@ public struct OIDCAuthProvider: AuthProvider {
             && a.port == b.port && a.percentEncodedPath == b.percentEncodedPath
     }
 
-    func postForm(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
-        try await transport.send(
-            SesameHTTP.Request(
-                method: "POST", url: url,
-                headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-                body: Data(Self.formEncode(pairs).utf8)))
+    func postForm(_ url: URL, _ pairs: [(String, String)], headers extra: SesameHTTP.Headers = [:]) async throws
+        -> SesameHTTP.Response
+    {
+        var headers: SesameHTTP.Headers = [
+            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
+        ]
+        for field in extra { headers[field.name] = field.value }
+        return try await transport.send(
+            SesameHTTP.Request(method: "POST", url: url, headers: headers, body: Data(Self.formEncode(pairs).utf8)))
+    }
+
+    /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
+    /// (RFC 9449 §8; the provider refuses before spending anything).
+    func postWithProof(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
+        guard let key = configuration.dpopKey else { return try await postForm(url, pairs) }
+        var retried = false
+        while true {
+            let proof = try DPoPProof.make(
+                key: key, method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
+            let response = try await postForm(url, pairs, headers: ["DPoP": proof])
+            let nonce = response.header("DPoP-Nonce")
+            if let nonce { dpopNonces.remember(nonce, for: url) }
+            if !retried, nonce != nil, response.status == 400, ServerErrorResponse(response)?.error == "use_dpop_nonce"
+            {
+                retried = true
+                continue
+            }
+            return response
+        }
     }
 
     /// A token response as a ``TokenSet``, its ID token validated.
@@ -398,9 +440,12 @@ public struct OIDCAuthProvider: AuthProvider {
             RESTAuthProvider.isTokenText(access), let type = json["token_type"]?.stringValue,
             RESTAuthProvider.isTokenText(type), type.utf8.count <= 32
         else { throw AuthError(.invalidResponse, "the token response has no usable access_token and token_type") }
-        // RFC 6749 §7.1: a client must understand the token type; Bearer is what this client applies.
-        guard type.lowercased() == "bearer" else {
-            throw AuthError(.invalidResponse, "the token type \(type) is not supported (Bearer only)")
+        // RFC 6749 §7.1: a client must understand the token type. With a DPoP key only DPoP tokens are taken
+        // (RFC 9449 §5, strict: a Bearer answer would silently drop the protection); without one, Bearer only.
+        let expected = configuration.dpopKey == nil ? "bearer" : "dpop"
+        guard type.lowercased() == expected else {
+            throw AuthError(
+                .invalidResponse, "the token type is \(type), not \(expected == "dpop" ? "DPoP" : "Bearer")")
         }
         let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
         guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {

@@ -1,0 +1,85 @@
+public import Foundation
+public import SesameJOSE
+
+/// The latest `DPoP-Nonce` per origin (RFC 9449 §8, §9): the token endpoint's and each resource server's apart.
+public final class DPoPNonces: Sendable {
+    private let nonces = LockedValue<[String: String]>([:])
+
+    /// An empty cache.
+    public init() {}
+
+    /// The nonce `origin` gave last.
+    public func nonce(for url: URL) -> String? {
+        guard let origin = SesameHTTP.Origin(url)?.description else { return nil }
+        return nonces.withLock { $0[origin] }
+    }
+
+    /// Remembers `nonce` for `url`'s origin (at most 64 origins).
+    public func remember(_ nonce: String, for url: URL) {
+        guard let origin = SesameHTTP.Origin(url)?.description, PrintableText.isClean(nonce), nonce.utf8.count <= 1024
+        else { return }
+        nonces.withLock { table in
+            if table.count >= 64, table[origin] == nil { table.removeAll() }
+            table[origin] = nonce
+        }
+    }
+}
+
+/// `Authorization: DPoP <token>` with a fresh proof per request (RFC 9449 §7): `ath` for the token, the origin's
+/// latest nonce; a `use_dpop_nonce` challenge is retried once with the new nonce.
+///
+/// It never sends a token as Bearer: a session whose tokens are not DPoP tokens is refused (sign in again).
+public struct DPoPAuthenticator: Authenticator {
+    /// The proof key (private).
+    public let key: JWK
+    /// Nonces per origin, shared with the provider's token requests when you pass the same cache.
+    public let nonces: DPoPNonces
+    private let timeSource: any TimeSource
+
+    /// An authenticator proving possession of `key`.
+    public init(key: JWK, nonces: DPoPNonces = DPoPNonces(), timeSource: any TimeSource = SystemTimeSource()) {
+        self.key = key
+        self.nonces = nonces
+        self.timeSource = timeSource
+    }
+
+    /// Always true.
+    public var usesSessionCredentials: Bool { true }
+
+    /// Sets `Authorization: DPoP` and a `DPoP` proof for this request.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/notSignedIn``; ``AuthError/Code/configuration`` for a token that
+    ///   is not a DPoP token (never downgraded to Bearer).
+    public func authenticate(_ request: SesameHTTP.Request, context: AuthenticationContext) async throws
+        -> SesameHTTP.Request
+    {
+        guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
+        guard tokens.tokenType.lowercased() == "dpop" else {
+            throw AuthError(.configuration, "the session's token is not a DPoP token; sign in again with DPoP")
+        }
+        var request = request
+        request.headers["Authorization"] = "DPoP \(tokens.accessToken)"
+        request.headers["DPoP"] = try DPoPProof.make(
+            key: key, method: request.method, url: request.url, accessToken: tokens.accessToken,
+            nonce: context.nonce ?? nonces.nonce(for: request.url), issuedAt: timeSource.now)
+        return request
+    }
+
+    /// Remembers a `DPoP-Nonce`; `use_dpop_nonce` → retry with it; an invalid token → refresh and retry.
+    public func classify(_ response: SesameHTTP.Response, for request: SesameHTTP.Request) -> AuthenticationVerdict {
+        let nonce = response.header("DPoP-Nonce")
+        if let nonce { nonces.remember(nonce, for: request.url) }
+        guard response.status == 401 else { return .done }
+        let challenges = response.challenges.filter { $0.isScheme("DPoP") }
+        if let nonce, challenges.contains(where: { $0["error"] == "use_dpop_nonce" }) { return .retry(nonce: nonce) }
+        if response.challenges.isEmpty { return .refreshAndRetry }
+        return challenges.contains { $0["error"] == nil || $0["error"] == "invalid_token" } ? .refreshAndRetry : .done
+    }
+}
+
+extension AuthorizedClient.Authorization {
+    /// DPoP with `authenticator` (see ``DPoPAuthenticator``).
+    public static func dpop(_ authenticator: DPoPAuthenticator) -> AuthorizedClient.Authorization {
+        AuthorizedClient.Authorization(authenticator)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import Testing
+
+/// The client's DPoP against the dev server: proofs on token requests, DPoP tokens, resource requests through
+/// `DPoPAuthenticator`, nonces, and key binding.
+@Suite struct DPoPClientTests {
+    static func provider(_ oidc: OIDCClientHarness, key: JWK) async throws -> OIDCAuthProvider {
+        let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
+            scopes: ["openid", "email", "offline_access"])
+        configuration.dpopKey = key
+        return OIDCAuthProvider(metadata: metadata, configuration: configuration, timeSource: oidc.clock)
+    }
+
+    @Test(
+        "DPOP-03 DPOP-06 DPOP-07 DPOP-09: sign-in, UserInfo, refresh and an AuthorizedClient call, all DPoP-bound",
+        arguments: [false, true])
+    func roundTrip(nonces: Bool) async throws {
+        let oidc = try OIDCClientHarness { $0.dpopNonce = nonces }
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let provider = try await Self.provider(oidc, key: key)
+        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        #expect(tokens.tokenType == "DPoP")
+        #expect(try JWT.unverifiedClaims(of: tokens.accessToken)["cnf"]?["jkt"] == .string(key.thumbprint))
+        #expect(try await signIn.userInfo()["email"] == "alice@example.com")
+        let dpop = DPoPAuthenticator(key: key, nonces: provider.dpopNonces, timeSource: oidc.clock)
+        let api = signIn.client(for: oidc.issuer)
+        let response = try await api.send(.get("/userinfo", authorization: .dpop(dpop)))
+        #expect(response.status == 200)
+        let refreshed = try await signIn.session.forceRefresh()
+        #expect(refreshed.tokenType == "DPoP" && refreshed.accessToken != tokens.accessToken)
+        #expect(try await api.send(.get("/userinfo", authorization: .dpop(dpop))).status == 200)
+        // The bound token is never sent as Bearer.
+        await #expect(throws: AuthError.self) { _ = try await api.send(.get("/userinfo")) }
+    }
+
+    @Test(
+        "a refresh with another key is refused (the session ends); a Bearer session is never sent as DPoP or the reverse"
+    )
+    func keyBinding() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let provider = try await Self.provider(oidc, key: key)
+        let tokens = try await oidc.signIn(provider)
+        let thief = try await Self.provider(oidc, key: try JWK.generate(for: .es256))
+        do {
+            _ = try await thief.refresh(tokens)
+            Issue.record("a refresh token was used with another key")
+        } catch let error as AuthError {
+            #expect(error.code == .refreshRejected)
+        }
+        let bearerProvider = try await oidc.provider()
+        let bearer = try await oidc.signIn(bearerProvider)
+        let dpop = DPoPAuthenticator(key: key)
+        await #expect(throws: AuthError.self) {
+            _ = try await dpop.authenticate(
+                SesameHTTP.Request(method: "GET", url: oidc.issuer), context: AuthenticationContext(tokens: bearer))
+        }
+    }
+
+    @Test(
+        "DPOP-05: a resource server's use_dpop_nonce is answered once with its nonce, then remembered for that origin")
+    func resourceNonce() async throws {
+        let oidc = try OIDCClientHarness { $0.dpopNonce = true }
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let provider = try await Self.provider(oidc, key: key)
+        let tokens = try await oidc.signIn(provider)
+        let nonces = DPoPNonces()  // this client has never talked to the resource server
+        let dpop = DPoPAuthenticator(key: key, nonces: nonces, timeSource: oidc.clock)
+        let request = SesameHTTP.Request(method: "GET", url: oidc.issuer.appendingPathComponent("userinfo"))
+        let first = try await SesameHTTP.platformTransport.send(
+            try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens)))
+        guard case .retry(let nonce) = dpop.classify(first, for: request) else {
+            Issue.record("no nonce retry for \(first.status)")
+            return
+        }
+        let second = try await SesameHTTP.platformTransport.send(
+            try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens, nonce: nonce)))
+        #expect(second.status == 200)
+        #expect(nonces.nonce(for: request.url) != nil)
+    }
+}
