@@ -3,15 +3,22 @@ import Sesame
 import SesameJOSE
 import SesameLoopback
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `sesame login --issuer URL --client-id ID`: OpenID Connect sign-in with PKCE through the system browser and a
 /// loopback redirect (RFC 8252), or the device flow (RFC 8628).
 enum OIDCLogin {
     static let defaultScope = "openid profile email offline_access"
 
-    static func provider(_ settings: Profile.OIDCSettings) -> OIDCAuthProvider {
+    static func provider(_ settings: Profile.OIDCSettings, dpopKey: JWK? = nil) -> OIDCAuthProvider {
         var configuration = OIDCAuthProvider.Configuration(
             clientID: settings.clientID, redirectURI: settings.redirectURI, scopes: settings.scopes)
         configuration.pushedRequests = .whenRequired
+        configuration.dpopKey = dpopKey
         return OIDCAuthProvider(metadata: settings.metadata, configuration: configuration)
     }
 
@@ -60,13 +67,19 @@ enum OIDCLogin {
             _ = try redirectParts(arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback", command: command)
         }
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
+        // --dpop: a new ES256 key for this profile; the tokens will be bound to it (RFC 9449).
+        let dpopKey: JWK? = arguments.flag("--dpop") ? try JWK.generate(for: .es256) : nil
+        if dpopKey != nil, metadata.dpopSigningAlgorithms.isEmpty {
+            FileHandle.standardError.write(
+                Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
+        }
         let tokens: TokenSet
         var redirectURI = arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback"
         if device {
-            let provider = OIDCAuthProvider(
-                metadata: metadata,
-                configuration: OIDCAuthProvider.Configuration(
-                    clientID: clientID, redirectURI: redirectURI, scopes: scopes))
+            var configuration = OIDCAuthProvider.Configuration(
+                clientID: clientID, redirectURI: redirectURI, scopes: scopes)
+            configuration.dpopKey = dpopKey
+            let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration)
             tokens = try await deviceFlow(provider)
         } else {
             let (receiver, actual) = try startReceiver(redirectURI, command: command)
@@ -75,6 +88,7 @@ enum OIDCLogin {
             var configuration = OIDCAuthProvider.Configuration(
                 clientID: clientID, redirectURI: redirectURI, scopes: scopes)
             configuration.pushedRequests = .whenRequired
+            configuration.dpopKey = dpopKey
             let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration)
             let pending = try await provider.authorizationRequest()
             receiver.expect(state: pending.state)
@@ -94,16 +108,19 @@ enum OIDCLogin {
             tokens = try await provider.completeAuthorization(redirect: callback, pending: pending)
         }
         let previous = (try? profile.settings()).flatMap { $0 }
-        try await AuthSession(
-            provider: provider(for: metadata, clientID, redirectURI, scopes), store: store, profile: profile.name
-        )
-        .signIn(with: tokens)
+        if let dpopKey {
+            try SecureFile.write(Data(dpopKey.jsonValue(includingPrivate: true).jsonBytes), to: profile.dpopKeyURL)
+        } else {
+            unlink(profile.dpopKeyURL.path)
+        }
+        let settings = Profile.OIDCSettings(
+            clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata, dpop: dpopKey != nil)
+        try await AuthSession(provider: provider(settings, dpopKey: dpopKey), store: store, profile: profile.name)
+            .signIn(with: tokens)
         try profile.save(
             Profile.Settings(
                 kind: "oidc", baseURL: issuer.absoluteString, store: kind, origins: resources,
-                email: tokens.user?.email,
-                oidc: Profile.OIDCSettings(
-                    clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata)))
+                email: tokens.user?.email, oidc: settings))
         if let previous, previous.store != kind,
             let old = try? profile.store(previous.store, forNewSession: false, command: command)
         {
@@ -114,14 +131,6 @@ enum OIDCLogin {
             Data(
                 "signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), \(kind) store)\n"
                     .utf8))
-    }
-
-    static func provider(
-        for metadata: OIDCProviderMetadata, _ clientID: String, _ redirectURI: String, _ scopes: [String]
-    )
-        -> OIDCAuthProvider
-    {
-        provider(Profile.OIDCSettings(clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata))
     }
 
     /// A loopback receiver for `uri`: `http` to `127.0.0.1` or `[::1]` (an IP literal, RFC 8252 §8.3), port 0 for

@@ -32,6 +32,8 @@ struct Profile {
         var redirectURI: String
         var scopes: [String]
         var metadata: OIDCProviderMetadata
+        /// Whether the tokens are DPoP-bound to the profile's key (``Profile/dpopKeyURL``).
+        var dpop: Bool?
     }
 
     let name: String
@@ -64,6 +66,33 @@ struct Profile {
     var settingsURL: URL { home.appendingPathComponent("profiles/\(name).json") }
     var credentialsDirectory: URL { home.appendingPathComponent("credentials") }
     var lockDirectory: URL { home.appendingPathComponent("locks") }
+    /// The profile's DPoP private key (a JWK, 0600 in the 0700 credentials folder).
+    var dpopKeyURL: URL { credentialsDirectory.appendingPathComponent("\(name).dpop.jwk") }
+
+    /// A small regular file of this user that nobody else can read or write, never through a symbolic link.
+    static func readPrivateFile(_ url: URL) -> Data? {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+            info.st_mode & 0o077 == 0, info.st_size <= 64 * 1024
+        else { return nil }
+        return handle.readDataToEndOfFile()
+    }
+
+    /// The profile's DPoP key.
+    ///
+    /// - Throws: ``CLIError`` (exit 3: sign in again) when it is missing, unreadable or not a private key.
+    func dpopKey() throws -> JWK {
+        guard let data = Self.readPrivateFile(dpopKeyURL), let key = try? JWK(json: data), key.isPrivate
+        else {
+            throw CLIError(
+                status: .notSignedIn, code: "dpop_key_missing",
+                message: "the DPoP key of profile \(name) (\(dpopKeyURL.path)) is missing or unreadable; sign in again")
+        }
+        return key
+    }
 
     /// The settings, or nil when the profile does not exist.
     ///

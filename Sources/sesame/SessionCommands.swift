@@ -18,6 +18,8 @@ enum SessionCommands {
         let session: AuthSession
         let provider: any AuthProvider
         let base: URL
+        /// The profile's DPoP key, for a DPoP profile.
+        var dpop: JWK?
 
         /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
         init(_ arguments: ParsedArguments) throws {
@@ -59,7 +61,9 @@ enum SessionCommands {
                         message: "the profile file \(profile.settingsURL.path) names an insecure endpoint; log in again"
                     )
                 }
-                provider = OIDCLogin.provider(oidc)
+                // A DPoP profile needs its key; one that is gone means signing in again, never Bearer.
+                dpop = try oidc.dpop == true ? profile.dpopKey() : nil
+                provider = OIDCLogin.provider(oidc, dpopKey: dpop)
             } else {
                 provider = RESTAuthProvider(baseURL: base)
             }
@@ -68,7 +72,10 @@ enum SessionCommands {
 
         var client: AuthorizedClient {
             AuthorizedClient(
-                session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)))
+                session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)),
+                dpop: dpop.map { key in
+                    DPoPAuthenticator(key: key, nonces: (provider as? OIDCAuthProvider)?.dpopNonces ?? DPoPNonces())
+                })
         }
     }
 
@@ -160,7 +167,7 @@ enum SessionCommands {
                 "profile": .string(context.profile.name), "provider": .string(context.settings.baseURL),
                 "kind": .string(context.settings.kind), "store": .string(context.settings.store),
                 "tokenType": .string(tokens.tokenType), "hasRefreshToken": .bool(tokens.refreshToken != nil),
-                "expired": .bool(expired),
+                "expired": .bool(expired), "dpop": .bool(context.dpop != nil),
             ]
             if let user = tokens.user {
                 status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
@@ -175,6 +182,7 @@ enum SessionCommands {
         print("profile:  \(context.profile.name)")
         print("provider: \(safe(context.settings.baseURL)) (\(safe(context.settings.kind)))")
         print("store:    \(safe(context.settings.store))")
+        if context.dpop != nil { print("dpop:     yes (tokens bound to the profile's key)") }
         print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
@@ -297,6 +305,7 @@ enum SessionCommands {
                 message: "the local credentials of profile \(profile.name) could not be deleted; run logout again")
         }
         profile.deleteSettings()
+        unlink(profile.dpopKeyURL.path)
         FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
     }
 

@@ -129,6 +129,40 @@ import Testing
         try Self.useAndSignOut(environment)
     }
 
+    @Test(
+        "login --issuer --dpop: tokens bound to the profile's key, used by request; a lost key means signing in again")
+    func dpopLogin() throws {
+        let server = try ServeProcess(["--user", "alice@example.com:correct-horse", "--dpop-nonce"])
+        defer { server.interrupt() }
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        let login = try BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser", "--dpop"],
+            environment: environment)
+        let url = try #require(login.line { $0.hasPrefix("http://") })
+        let components = try #require(URLComponents(string: url))
+        let browser = TestBrowser(port: server.base.port ?? 0)
+        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
+        let signedIn = try browser.post(
+            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
+        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
+        _ = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?" + (callback.percentEncodedQuery ?? ""))
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
+        let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+        let state = try CLIRunner.run(["status", "--json"], environment: environment)
+        #expect(state.stdout.contains("\"dpop\":true"))
+        #expect(try CLIRunner.run(["token", "--force-refresh"], environment: environment).status == 0)
+        let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")
+        let mode = try FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try FileManager.default.removeItem(at: keyFile)
+        let lost = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(lost.status == 3 && lost.stderr.contains("dpop_key_missing"), "\(lost.stderr)")
+    }
+
     @Test("login --issuer --device: the code on stderr, approved on the device page")
     func deviceLogin() throws {
         let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])

@@ -37,8 +37,11 @@ import Testing
         let refreshed = try await signIn.session.forceRefresh()
         #expect(refreshed.tokenType == "DPoP" && refreshed.accessToken != tokens.accessToken)
         #expect(try await api.send(.get("/userinfo", authorization: .dpop(dpop))).status == 200)
-        // The bound token is never sent as Bearer.
-        await #expect(throws: AuthError.self) { _ = try await api.send(.get("/userinfo")) }
+        // The facade's client proves the key for session-authorized endpoints (the default); a plain client
+        // never sends the bound token as Bearer.
+        #expect(try await api.send(.get("/userinfo")).status == 200)
+        let plain = AuthorizedClient(session: signIn.session, baseURL: oidc.issuer)
+        await #expect(throws: AuthError.self) { _ = try await plain.send(.get("/userinfo")) }
     }
 
     @Test(

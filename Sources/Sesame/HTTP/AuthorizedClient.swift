@@ -143,6 +143,8 @@ public struct AuthorizedClient: Sendable {
     public let credentialOrigins: Set<SesameHTTP.Origin>
     /// The redirect policy.
     public let redirectPolicy: RedirectPolicy
+    /// The DPoP authenticator used for the session's credentials, if the tokens are DPoP-bound.
+    public let dpop: DPoPAuthenticator?
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
     private static let maximumRedirects = 10
@@ -159,14 +161,18 @@ public struct AuthorizedClient: Sendable {
     ///   - redirectPolicy: what to do with 3xx responses (default ``RedirectPolicy/follow``).
     ///   - transport: the HTTP transport (default: the platform's, see ``SesameHTTP/platformTransport``).
     ///   - decoder: decodes ``request(_:as:)`` bodies.
+    ///   - dpop: for a session with DPoP tokens: the authenticator that proves the key; endpoints authorized with
+    ///     the session's credentials (``Authorization/bearer``, the default) then use it.
     public init(
         session: AuthSession,
         baseURL: URL,
         additionalOrigins: [URL] = [],
         redirectPolicy: RedirectPolicy = .follow,
         transport: any HTTPTransport = SesameHTTP.platformTransport,
-        decoder: JSONDecoder = JSONDecoder()
+        decoder: JSONDecoder = JSONDecoder(),
+        dpop: DPoPAuthenticator? = nil
     ) {
+        self.dpop = dpop
         self.session = session
         self.baseURL = baseURL
         self.credentialOrigins = Set(([baseURL] + additionalOrigins).compactMap(SesameHTTP.Origin.init))
@@ -190,7 +196,11 @@ public struct AuthorizedClient: Sendable {
     public func send(_ request: SesameHTTP.Request, authorization: Authorization = .bearer) async throws
         -> SesameHTTP.Response
     {
-        var exchange = Exchange(request: request, authenticator: authorization.authenticator)
+        // The session's credentials go with the session's scheme: DPoP when the client has a DPoP authenticator.
+        let authenticator =
+            authorization.authenticator is BearerAuthenticator
+            ? (dpop ?? authorization.authenticator) : authorization.authenticator
+        var exchange = Exchange(request: request, authenticator: authenticator)
         // An exchange that starts outside the credential origins, or leaves them through a redirect, never gets
         // credentials again: a foreign origin cannot redirect a request into the API to have it signed.
         exchange.mayCarryCredentials = mayReceiveCredentials(request.url)

@@ -134,7 +134,13 @@ public final class OIDCSignIn: Sendable {
     }
 
     /// A client for an API that takes these credentials: `baseURL`'s origin and `additionalOrigins` only.
+    ///
+    /// With a DPoP key (``OIDCAuthProvider/Configuration/dpopKey``) the client proves it on every request.
     public func client(for baseURL: URL, additionalOrigins: [URL] = []) -> AuthorizedClient {
-        AuthorizedClient(session: session, baseURL: baseURL, additionalOrigins: additionalOrigins)
+        AuthorizedClient(
+            session: session, baseURL: baseURL, additionalOrigins: additionalOrigins,
+            dpop: provider.configuration.dpopKey.map {
+                DPoPAuthenticator(key: $0, nonces: provider.dpopNonces, timeSource: provider.timeSource)
+            })
     }
 }

@@ -71,6 +71,7 @@ enum CommandTable {
             OptionSpec("--resource", value: "URL", "an API origin that may receive the tokens", repeatable: true),
             OptionSpec("--no-browser", "print the URL, do not open a browser"),
             OptionSpec("--device", "the device flow: a code to enter on another device"),
+            OptionSpec("--dpop", "bind the tokens to a new key of this profile (DPoP, RFC 9449)"),
         ] + GlobalOptions.session,
         examples: [
             "sesame login --rest http://127.0.0.1:8080 --email alice@example.com",
