@@ -92,3 +92,34 @@ import Testing
         #expect(nonces.nonce(for: request.url) != nil)
     }
 }
+
+@Suite struct DPoPConcurrencyTests {
+    @Test(
+        "1,000 concurrent DPoP requests across an expiry, with nonces: one refresh, every request succeeds",
+        .timeLimit(.minutes(2)))
+    func thousandAcrossExpiry() async throws {
+        let oidc = try OIDCClientHarness {
+            $0.dpopNonce = true
+            $0.accessTokenTTL = 120
+        }
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let provider = try await DPoPClientTests.provider(oidc, key: key)
+        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        let api = signIn.client(for: oidc.issuer)
+        oidc.clock.advance(by: 100)  // inside the leeway: the first request refreshes, for everyone
+        let before = try await oidc.counters()["refreshes"]?.doubleValue ?? 0
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<1000 { group.addTask { try await api.send(.get("/userinfo")).status } }
+            var all: [Int] = []
+            for try await status in group { all.append(status) }
+            return all
+        }
+        #expect(
+            statuses.count == 1000 && statuses.allSatisfy { $0 == 200 },
+            "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))")
+        let after = try await oidc.counters()["refreshes"]?.doubleValue ?? 0
+        #expect(after - before == 1)
+    }
+}
