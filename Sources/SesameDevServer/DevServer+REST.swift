@@ -112,20 +112,29 @@ extension DevServer {
     }
 
     func me(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        guard let user = authenticatedUser(request) else {
+        // A DPoP refusal (a nonce to use, a proof to fix) is answered as such, so a DPoP client can recover.
+        if let (token, scheme) = Self.presentedToken(request), let verifier = state.withLock({ $0.accessVerifier }),
+            let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
+            let refusal = checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me")
+        {
+            return refusal
+        }
+        guard let user = authenticatedUser(request, bindingChecked: true) else {
             return Self.invalidToken("the access token is invalid or expired")
         }
         return .json(200, Self.userJSON(user).jsonData)
     }
 
     /// The user a valid `Authorization: Bearer` access token names, or nil.
-    func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
+    func authenticatedUser(_ request: HTTPServerRequest, bindingChecked: Bool = false) -> DevStore.User? {
         guard let (token, scheme) = Self.presentedToken(request),
             let verifier = state.withLock({ $0.accessVerifier }),
             let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
             let subject = claims.subject
         else { return nil }
-        if checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me") != nil { return nil }
+        if !bindingChecked, checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me") != nil {
+            return nil
+        }
         // An OIDC access token is good only while its grant is (revocation, a replayed code, a reused refresh).
         if let grant = claims["gid"] {
             guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return nil }

@@ -150,3 +150,44 @@ import Testing
         #expect(stale.error == "use_dpop_nonce" && stale.header("DPoP-Nonce") != nonce, "nonces rotate")
     }
 }
+
+@Suite struct DPoPAuditTests {
+    @Test("a refresh token used with a proof once is bound from then on (RFC 9449 §5)")
+    func lateBinding() throws {
+        let oidc = try OIDCHarness()
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens()
+        #expect(tokens["token_type"] == "Bearer")
+        let key = try JWK.generate(for: .es256)
+        func refresh(_ token: String, _ signer: JWK?) throws -> TestBrowser.Page {
+            try oidc.browser.post(
+                "/token",
+                form: [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "sesame-cli")],
+                headers: try signer.map { [("DPoP", try DPoPProviderTests.proof(oidc, $0, "POST", "/token"))] } ?? [])
+        }
+        let bound = try refresh(tokens["refresh_token"].string, key)
+        #expect(bound.json?["token_type"] == "DPoP")
+        let next = try #require(bound.json)["refresh_token"].string
+        #expect(try refresh(next, nil).error == "invalid_grant")
+        #expect(try refresh(next, try JWK.generate(for: .es256)).error == "invalid_grant")
+        #expect(try refresh(next, key).status == 200)
+    }
+
+    @Test("/me answers a DPoP nonce challenge like /userinfo does")
+    func meNonce() throws {
+        let oidc = try OIDCHarness { $0.dpopNonce = true }
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let nonce = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key).header("DPoP-Nonce"))
+        let access = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key, nonce: nonce).json)["access_token"]
+            .string
+        let me = try oidc.browser.get(
+            "/me",
+            headers: [
+                ("Authorization", "DPoP \(access)"),
+                ("DPoP", try DPoPProviderTests.proof(oidc, key, "GET", "/me", token: access)),
+            ])
+        #expect(me.status == 401 && me.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
+        #expect(me.header("DPoP-Nonce") != nil)
+    }
+}

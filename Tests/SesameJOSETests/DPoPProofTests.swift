@@ -89,3 +89,27 @@ import Testing
         }
     }
 }
+
+@Suite struct DPoPKeyHygieneTests {
+    @Test("a proof whose jwk carries any private member (p, q without d) is refused; dump() of a key shows no material")
+    func privateMembers() throws {
+        let key = try JWK.generate(for: .rs256)
+        var jwk = try #require(try key.publicKey().with(keyID: nil, algorithm: nil).jsonValue().objectValue)
+        jwk["p"] = "AQAB"
+        let claims: JOSEObject = [
+            "jti": "j", "htm": "POST", "htu": "https://server.example.com/token", "iat": .integer(1_800_000_000),
+        ]
+        let proof = try JWS.sign(
+            payload: JOSEValue.object(claims).jsonBytes, key: key.with(keyID: nil, algorithm: .rs256),
+            algorithm: .rs256,
+            header: ["typ": "dpop+jwt", "jwk": .object(jwk)])
+        #expect(throws: JOSEError.self) {
+            try DPoPProofVerifier().verify(
+                proof, method: "POST", url: try #require(URL(string: "https://server.example.com/token")),
+                now: Date(timeIntervalSince1970: 1_800_000_000))
+        }
+        var dumped = ""
+        dump(try JWK.generate(for: .es256), to: &dumped)
+        #expect(!dumped.contains("components") && !dumped.contains("backing") && dumped.contains("isPrivate"))
+    }
+}

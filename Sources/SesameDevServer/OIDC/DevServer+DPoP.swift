@@ -15,6 +15,9 @@ extension DevServer {
         case refused(HTTPServerResponse)
     }
 
+    /// Recent proofs remembered for replay detection.
+    static let dpopReplayCapacity = 100_000
+
     /// How long one nonce is current; the previous one is still accepted.
     static let dpopNonceWindow: Int64 = 300
 
@@ -59,13 +62,18 @@ extension DevServer {
         }
         // A proof is good once (RFC 9449 §11.1): its jti is remembered for as long as the proof would be accepted.
         let key = verified.thumbprint + " " + verified.jti
-        let fresh = dpopProofs.withLock { seen -> Bool in
-            seen = seen.filter { $0.value > time }
-            guard seen[key] == nil else { return false }
-            if seen.count < 100_000 { seen[key] = time + 70 }
-            return true
+        let outcome = dpopProofs.withLock { seen -> String? in
+            if seen[key] != nil { return "this DPoP proof was already used" }
+            if seen.count >= Self.dpopReplayCapacity {
+                // Purge only when full (not on every request), and refuse rather than forget: a full cache must
+                // never let a replay through.
+                seen = seen.filter { $0.value > time }
+                if seen.count >= Self.dpopReplayCapacity { return "too many recent DPoP proofs; retry in a minute" }
+            }
+            seen[key] = time + 70
+            return nil
         }
-        guard fresh else { return refuse("invalid_dpop_proof", "this DPoP proof was already used") }
+        if let outcome { return refuse("invalid_dpop_proof", outcome) }
         return .valid(verified.thumbprint)
     }
 

@@ -157,6 +157,8 @@ extension DevServer {
         guard Set(scope).isSubset(of: Set(grant.scope)) else {
             return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
         }
+        // A public client that starts proving a key binds its grant to it from now on (RFC 9449 §5).
+        if boundKey == nil, let key { try store.bind(grantID: grant.id, toKey: key) }
         state.withLock { $0.counters.refreshes += 1 }
         return try tokenResponse(
             grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true,

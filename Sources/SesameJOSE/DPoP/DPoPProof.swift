@@ -145,8 +145,12 @@ public struct DPoPProofVerifier: Sendable {
         guard let algorithm = header.algorithm, allowedAlgorithms.contains(algorithm), !algorithm.isSymmetric else {
             throw JOSEError(.algorithmNotAllowed, "the DPoP proof's alg is not allowed")
         }
-        guard let embedded = header.parameters["jwk"], embedded.objectValue != nil else {
+        guard let embedded = header.parameters["jwk"], let members = embedded.objectValue else {
             throw JOSEError(.invalidHeader, "the DPoP proof has no jwk", parameter: "jwk")
+        }
+        // Any private member at all (RFC 9449 §4.3: the key must not be a private key), not only `d`.
+        if members.names.contains(where: { ["d", "p", "q", "dp", "dq", "qi", "oth", "k"].contains($0) }) {
+            throw JOSEError(.invalidHeader, "the DPoP proof's jwk contains private key members", parameter: "jwk")
         }
         let key = try JWK(json: embedded.jsonString, allowSymmetric: false)
         guard !key.isPrivate else {

@@ -178,3 +178,15 @@ extension JWK: CustomStringConvertible {
         return "JWK(\(parts.joined(separator: ", ")))"
     }
 }
+
+extension JWK: CustomReflectable {
+    /// `dump()` and `Mirror` show what ``description`` shows, never key material.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "keyType": keyType.rawValue, "keyID": keyID as Any, "algorithm": declaredAlgorithm as Any,
+                "isPrivate": isPrivate,
+            ], displayStyle: .struct)
+    }
+}
