@@ -3,6 +3,7 @@ import Sesame
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// The client's DPoP against the dev server: proofs on token requests, DPoP tokens, resource requests through
@@ -121,5 +122,41 @@ import Testing
             "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))")
         let after = try await oidc.counters()["refreshes"]?.doubleValue ?? 0
         #expect(after - before == 1)
+    }
+}
+
+@Suite struct DPoPClientRuleTests {
+    @Test("DPOP-07: with a DPoP key, a Bearer answer is refused (no silent downgrade); DPOP-10: dpop_jkt is sent")
+    func strictTokenType() async throws {
+        let metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        let transport = ScriptedTransport()
+        let key = try JWK.generate(for: .es256)
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: "c", redirectURI: "https://app.example/cb", scopes: ["offline_access"])
+        configuration.dpopKey = key
+        let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration, transport: transport)
+        transport.enqueue(.json(200, #"{"access_token":"a","token_type":"Bearer","refresh_token":"r2"}"#))
+        await #expect(throws: AuthError.self) {
+            _ = try await provider.refresh(TokenSet(accessToken: "old", tokenType: "DPoP", refreshToken: "r1"))
+        }
+        #expect(transport.requests.first?.headers["DPoP"] != nil, "the refresh carried a proof")
+        let pending = try await provider.authorizationRequest()
+        let items = URLComponents(url: pending.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        #expect(items.contains { $0.name == "dpop_jkt" && $0.value == key.thumbprint })
+    }
+
+    @Test("DPOP-08: a key whose algorithm the provider does not list is refused before anything is sent")
+    func advertisedAlgorithms() async throws {
+        var metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        metadata.dpopSigningAlgorithms = ["RS256"]
+        var configuration = OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "https://app.example/cb")
+        configuration.dpopKey = try JWK.generate(for: .es256)
+        let provider = OIDCAuthProvider(
+            metadata: metadata, configuration: configuration, transport: ScriptedTransport())
+        await #expect(throws: AuthError.self) { _ = try await provider.authorizationRequest() }
     }
 }

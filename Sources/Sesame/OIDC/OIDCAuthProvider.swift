@@ -136,6 +136,15 @@ public struct OIDCAuthProvider: AuthProvider {
             ("code_challenge_method", "S256"),
         ]
         if let nonce { parameters.append(("nonce", nonce)) }
+        if let key = configuration.dpopKey {
+            // DPOP-08: an algorithm the provider lists; DPOP-10: the code bound to the key from the start.
+            let algorithm = key.algorithm?.name ?? key.declaredAlgorithm ?? ""
+            if !metadata.dpopSigningAlgorithms.isEmpty, !metadata.dpopSigningAlgorithms.contains(algorithm) {
+                throw AuthError(
+                    .configuration, "the provider does not list the DPoP key's algorithm \(algorithm)")
+            }
+            parameters.append(("dpop_jkt", key.thumbprint))
+        }
         if let prompt = options.prompt { parameters.append(("prompt", prompt)) }
         if let maxAge = options.maxAge { parameters.append(("max_age", String(Int(maxAge)))) }
         if let hint = options.loginHint { parameters.append(("login_hint", hint)) }
