@@ -75,7 +75,7 @@ import Testing
         #expect(try await oidc.running.client.send("GET", "/me", bearer: access).status == 401)
     }
 
-    @Test("concurrent replays of one code: one exchange wins, and the replays always revoke what it got")
+    @Test("concurrent replays of one code: one exchange passes, and the replays always revoke what it got")
     func concurrentCodeReplay() throws {
         let oidc = try OIDCHarness()
         defer { oidc.stop() }
@@ -100,7 +100,13 @@ import Testing
                 page.map { "\($0.status) \($0.error ?? "") \($0.json?["error_description"]?.stringValue ?? "")" }
                     ?? "no answer"
             }
-            #expect(winners.count == 1, "trial \(trial): \(seen) \(errors.value)")
+            // Exactly one exchange passes the code checks. It either gets tokens (which the replays then revoke), or
+            // — when a replay revokes its fresh grant before the tokens are signed — "the grant is gone".
+            let revokedBeforeIssue = results.compactMap { $0 }.filter {
+                $0.json?["error_description"]?.stringValue == "the grant is gone"
+            }
+            #expect(winners.count + revokedBeforeIssue.count == 1, "trial \(trial): \(seen) \(errors.value)")
+            #expect(errors.value.isEmpty, "trial \(trial): \(errors.value)")
             if let token = winners.first?.json?["access_token"]?.stringValue {
                 #expect(try oidc.userInfo(token).status == 401, "trial \(trial): the winner's grant survived a replay")
             }
