@@ -2,6 +2,38 @@
     import CSesameOpenSSL
     import Foundation
 
+    /// The signing reference: raw P-256 ECDSA with SHA-256 over the same bytes, `EVP_DigestSignInit` +
+    /// `EVP_DigestSign` on a fresh `EVP_MD_CTX` with a key parsed once — no JOSE, no encoding of the result.
+    final class DirectLibcryptoSigner {
+        private let pkey: OpaquePointer
+
+        init(privateKeyPEM: String) throws {
+            let bytes = Array(privateKeyPEM.utf8)
+            let key: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+                guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+                defer { BIO_free(bio) }
+                return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            }
+            guard let key else { throw BenchmarkError("libcrypto refused the private PEM key") }
+            pkey = key
+        }
+
+        deinit { EVP_PKEY_free(pkey) }
+
+        /// Signs `input`; returns the DER signature's length (0 on failure).
+        func sign(_ input: [UInt8]) -> Int {
+            guard let ctx = EVP_MD_CTX_new() else { return 0 }
+            defer { EVP_MD_CTX_free(ctx) }
+            guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { return 0 }
+            var signature = [UInt8](repeating: 0, count: 80)
+            var length = signature.count
+            let ok = input.withUnsafeBufferPointer { bytes in
+                EVP_DigestSign(ctx, &signature, &length, bytes.baseAddress, bytes.count) == 1
+            }
+            return ok ? length : 0
+        }
+    }
+
     /// The reference: what a careful hand-written libcrypto verifier does per token, with no JOSE library —
     /// split the token, base64url-decode the signature with its own decoder, convert ES256's `R‖S` to DER, and run
     /// `EVP_DigestVerifyInit` + `EVP_DigestVerify` on a fresh `EVP_MD_CTX` over the same key (parsed once).

@@ -91,6 +91,30 @@ enum JOSEBenchmark {
             report("ratio_es256_verify_sesame_over_direct", esVerify / directESRate)
         #endif
 
+        // DPoP proofs (RFC 9449): a whole proof (claims, header with the public JWK, ES256 signature, encoding) beside
+        // the raw P-256 signature of an input of the same size, in alternating rounds.
+        guard let proofURL = URL(string: "https://as.example.com/token") else { throw BenchmarkError("bad URL") }
+        let sample = try DPoPProof.make(key: ec, method: "POST", url: proofURL, issuedAt: nowDate)
+        #if canImport(CSesameOpenSSL)
+            let signer = try DirectLibcryptoSigner(privateKeyPEM: ec.unsafePrivatePEMRepresentation)
+            let input = Array(sample.utf8[..<(sample.utf8.lastIndex(of: UInt8(ascii: ".")) ?? sample.utf8.endIndex)])
+            let dpop = try DPoPSigner(key: ec)
+            let (proofRate, rawSign) = try measurePair(
+                seconds: seconds * 2,
+                { blackHole(try dpop.proof(method: "POST", url: proofURL, issuedAt: nowDate)) },
+                { blackHole(signer.sign(input)) }
+            )
+            report("sesame_dpop_proof", proofRate)
+            report("libcrypto_p256_sign_raw", rawSign)
+            report("ratio_dpop_proof_over_raw_sign", proofRate / rawSign)
+        #else
+            report(
+                "sesame_dpop_proof",
+                try measure(seconds: seconds) {
+                    blackHole(try DPoPProof.make(key: ec, method: "POST", url: proofURL, issuedAt: nowDate))
+                })
+        #endif
+
         if let python = pythonDecodeRate(token: rsToken, seconds: seconds) {
             report("python_stdlib_decode_noverify", python)
             report("ratio_decode_sesame_over_python", decode / python)

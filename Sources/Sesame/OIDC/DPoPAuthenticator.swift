@@ -35,12 +35,15 @@ public struct DPoPAuthenticator: Authenticator {
     /// Nonces per origin, shared with the provider's token requests when you pass the same cache.
     public let nonces: DPoPNonces
     private let timeSource: any TimeSource
+    /// The key's prepared signer (nil for a key that cannot sign proofs: then every request fails).
+    private let signer: DPoPSigner?
 
     /// An authenticator proving possession of `key`.
     public init(key: JWK, nonces: DPoPNonces = DPoPNonces(), timeSource: any TimeSource = SystemTimeSource()) {
         self.key = key
         self.nonces = nonces
         self.timeSource = timeSource
+        signer = try? DPoPSigner(key: key)
     }
 
     /// Always true.
@@ -57,10 +60,11 @@ public struct DPoPAuthenticator: Authenticator {
         guard tokens.tokenType.lowercased() == "dpop" else {
             throw AuthError(.configuration, "the session's token is not a DPoP token; sign in again with DPoP")
         }
+        guard let signer else { throw AuthError(.configuration, "the DPoP key is not a private asymmetric key") }
         var request = request
         request.headers["Authorization"] = "DPoP \(tokens.accessToken)"
-        request.headers["DPoP"] = try DPoPProof.make(
-            key: key, method: request.method, url: request.url, accessToken: tokens.accessToken,
+        request.headers["DPoP"] = try signer.proof(
+            method: request.method, url: request.url, accessToken: tokens.accessToken,
             nonce: context.nonce ?? nonces.nonce(for: request.url), issuedAt: timeSource.now)
         return request
     }

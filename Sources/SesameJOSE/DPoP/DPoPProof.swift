@@ -27,25 +27,8 @@ public enum DPoPProof {
         key: JWK, algorithm: JWSAlgorithm? = nil, method: String, url: URL, accessToken: String? = nil,
         nonce: String? = nil, issuedAt: Date, jti: String = Base64URL.encode(JOSECrypto.randomBytes(16))
     ) throws -> String {
-        guard key.isPrivate, key.keyType != .octet else {
-            throw JOSEError(.invalidKey, "a DPoP proof needs a private asymmetric key")
-        }
-        guard let algorithm = algorithm ?? key.algorithm ?? defaultAlgorithm(for: key), !algorithm.isSymmetric else {
-            throw JOSEError(.algorithmNotAllowed, "no asymmetric algorithm fits the DPoP key")
-        }
-        var claims: JOSEObject = [
-            "jti": .string(jti), "htm": .string(method), "htu": .string(targetURI(url)),
-            "iat": .integer(Int64(issuedAt.timeIntervalSince1970.rounded(.down))),
-        ]
-        if let accessToken { claims["ath"] = .string(accessTokenHash(accessToken)) }
-        if let nonce { claims["nonce"] = .string(nonce) }
-        let header: JOSEObject = [
-            "typ": .string(type), "jwk": try key.publicKey().with(keyID: nil, algorithm: nil).jsonValue(),
-        ]
-        // The key is identified by the embedded jwk, never by a kid.
-        return try JWS.sign(
-            payload: JOSEValue.object(claims).jsonBytes, key: key.with(keyID: nil, algorithm: algorithm),
-            algorithm: algorithm, header: header)
+        try DPoPSigner(key: key, algorithm: algorithm).proof(
+            method: method, url: url, accessToken: accessToken, nonce: nonce, issuedAt: issuedAt, jti: jti)
     }
 
     /// `ath`: base64url(SHA-256(ASCII(access token))) (RFC 9449 §4.2).
@@ -82,6 +65,49 @@ public enum DPoPProof {
         case .okp: .eddsa
         default: nil
         }
+    }
+}
+
+/// Makes DPoP proofs with one key, its header (with the public JWK) prepared once: what a client keeps per key.
+public struct DPoPSigner: Sendable {
+    /// The signature algorithm.
+    public let algorithm: JWSAlgorithm
+    /// The RFC 7638 thumbprint of the key (`cnf.jkt`).
+    public let thumbprint: String
+    private let key: JWK
+    private let header: JOSEObject
+
+    /// A signer for `key` (private, asymmetric) with `algorithm` (by default the key's).
+    ///
+    /// - Throws: ``JOSEError`` for a symmetric or public key, or an algorithm that does not fit it.
+    public init(key: JWK, algorithm: JWSAlgorithm? = nil) throws {
+        guard key.isPrivate, key.keyType != .octet else {
+            throw JOSEError(.invalidKey, "a DPoP proof needs a private asymmetric key")
+        }
+        guard let algorithm = algorithm ?? key.algorithm ?? DPoPProof.defaultAlgorithm(for: key), !algorithm.isSymmetric
+        else { throw JOSEError(.algorithmNotAllowed, "no asymmetric algorithm fits the DPoP key") }
+        self.algorithm = algorithm
+        // The key is identified by the embedded jwk, never by a kid.
+        self.key = key.keyID == nil ? key : key.with(keyID: nil, algorithm: algorithm)
+        let publicKey = try key.publicKey().with(keyID: nil, algorithm: nil)
+        header = ["typ": .string(DPoPProof.type), "jwk": publicKey.jsonValue()]
+        thumbprint = publicKey.thumbprint
+    }
+
+    /// A proof for `method` `url`, as ``DPoPProof/make(key:algorithm:method:url:accessToken:nonce:issuedAt:jti:)``.
+    ///
+    /// - Throws: ``JOSEError`` when signing fails.
+    public func proof(
+        method: String, url: URL, accessToken: String? = nil, nonce: String? = nil, issuedAt: Date,
+        jti: String = Base64URL.encode(JOSECrypto.randomBytes(16))
+    ) throws -> String {
+        var claims: JOSEObject = [
+            "jti": .string(jti), "htm": .string(method), "htu": .string(DPoPProof.targetURI(url)),
+            "iat": .integer(Int64(issuedAt.timeIntervalSince1970.rounded(.down))),
+        ]
+        if let accessToken { claims["ath"] = .string(DPoPProof.accessTokenHash(accessToken)) }
+        if let nonce { claims["nonce"] = .string(nonce) }
+        return try JWS.sign(payload: JOSEValue.object(claims).jsonBytes, key: key, algorithm: algorithm, header: header)
     }
 }
 
