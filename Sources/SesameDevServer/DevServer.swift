@@ -115,6 +115,8 @@ public final class DevServer: Sendable {
 
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
     let formSecret = JOSECrypto.randomBytes(32)
+    /// `sesame-cli` plus the configured clients, by ID (built once: every OIDC request reads it).
+    let clients: [String: OIDCClient]
     /// Serialises key rotations.
     let rotationLock = NSLock()
     /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
@@ -132,6 +134,7 @@ public final class DevServer: Sendable {
         let ids = configuration.clients.map(\.id)
         guard Set(ids).count == ids.count else { throw DevServerError("a client ID is registered twice") }
         self.configuration = configuration
+        clients = Self.registry(configuration.clients)
         dice = FaultDice(seed: configuration.faultSeed)
         store = try DevStore(path: configuration.databasePath)
         let now = Int64(configuration.clock().timeIntervalSince1970.rounded(.down))
@@ -273,13 +276,17 @@ public final class DevServer: Sendable {
         return response
     }
 
-    /// An IMF-fixdate.
+    /// An IMF-fixdate, formatted by hand (a `DateFormatter` per response would cost more than the route).
     static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return
+            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(1900 + parts.tm_year) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
     /// The endpoints a browser app calls directly (no cookies: `Access-Control-Allow-Origin: *` sends none).

@@ -7,9 +7,9 @@ extension DevServer {
     // MARK: Clients and keys
 
     /// `sesame-cli` plus the configured clients, by ID.
-    var clients: [String: OIDCClient] {
+    static func registry(_ configured: [OIDCClient]) -> [String: OIDCClient] {
         var clients = [OIDCClient.sesameCLI.id: OIDCClient.sesameCLI]
-        for client in configuration.clients { clients[client.id] = client }
+        for client in configured { clients[client.id] = client }
         return clients
     }
 
