@@ -243,22 +243,3 @@ struct RunningServer {
         for line in lines { for secret in secrets { #expect(!line.contains(secret)) } }
     }
 }
-
-/// A clock the test moves (the dev server's `clock`), so expiry tests do not sleep.
-final class TestClock: @unchecked Sendable {
-    // `current` is only touched under `lock`.
-    private let lock = NSLock()
-    private var current = Date()
-
-    var now: Date {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
-    }
-
-    func advance(by seconds: TimeInterval) {
-        lock.lock()
-        current += seconds
-        lock.unlock()
-    }
-}

@@ -5,27 +5,21 @@ import SesameJOSE
 import SesameTestSupport
 import Testing
 
-/// A clock shared by the dev server and the client, moved by the test.
-final class SharedClock: TimeSource, @unchecked Sendable {
-    // `current` is only touched under `lock`.
-    private let lock = NSLock()
-    private var current = Date()
-    var now: Date { lock.withLock { current } }
-    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
-}
+/// The test's clock drives the dev server and the client alike.
+extension TestClock: TimeSource {}
 
 /// The dev server's provider and an `OIDCAuthProvider` against it, with a non-interactive user agent that posts
 /// the real sign-in form.
 struct OIDCClientHarness {
     let server: DevServer
-    let clock: SharedClock
+    let clock: TestClock
     let issuer: URL
     let browser: TestBrowser
     static let email = "alice@example.com"
     static let password = "correct-horse"
 
     init(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws {
-        let clock = SharedClock()
+        let clock = TestClock()
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000
         configuration.users = [(Self.email, Self.password)]
@@ -262,7 +256,7 @@ struct OIDCClientHarness {
 @Suite struct OIDCClientRuleTests {
     /// A device clock that is off by `offset` from the provider's.
     struct SkewedClock: TimeSource {
-        let base: SharedClock
+        let base: TestClock
         let offset: TimeInterval
         var now: Date { base.now.addingTimeInterval(offset) }
     }
