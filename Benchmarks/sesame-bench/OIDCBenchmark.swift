@@ -92,7 +92,12 @@ final class BenchAgent {
     }
 
     func signIn(_ url: URL, email: String, password: String) throws -> URL {
-        let page = try client.form("GET", Self.pathAndQuery(url))
+        try signIn(path: Self.pathAndQuery(url), email: email, password: password)
+    }
+
+    /// Opens the sign-in form at `path`, posts the credentials, keeps the session cookie; the redirect.
+    func signIn(path: String, email: String, password: String) throws -> URL {
+        let page = try client.form("GET", path)
         let html = String(decoding: page.body, as: UTF8.self)
         guard let csrf = OIDCServerBenchmark.cookie("sesame_csrf", in: page.head) else {
             throw BenchmarkError("no sign-in form")
@@ -115,8 +120,11 @@ final class BenchAgent {
         return redirect
     }
 
-    func redirect(_ url: URL) throws -> URL {
-        let response = try client.form("GET", Self.pathAndQuery(url), headers: [session])
+    func redirect(_ url: URL) throws -> URL { try redirect(path: Self.pathAndQuery(url)) }
+
+    /// The browser session's redirect for the authorization request at `path`.
+    func redirect(path: String) throws -> URL {
+        let response = try client.form("GET", path, headers: [session])
         guard let location = OIDCServerBenchmark.header("Location", in: response.head),
             let redirect = URL(string: location)
         else { throw BenchmarkError("no redirect: \(response.status)") }

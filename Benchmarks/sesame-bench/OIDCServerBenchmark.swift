@@ -30,34 +30,13 @@ enum OIDCServerBenchmark {
         }.first
     }
 
-    /// Signs in once through the form; returns the browser-session cookie header.
-    static func signIn(_ client: BenchClient, email: String, password: String) throws -> String {
-        let page = try client.form("GET", authorizePath)
-        let html = String(decoding: page.body, as: UTF8.self)
-        guard let csrfCookie = cookie("sesame_csrf", in: page.head) else { throw BenchmarkError("no CSRF cookie") }
-        var fields: [String] = []
-        for piece in html.components(separatedBy: "<form")[1].components(separatedBy: "<input type=\"hidden\" name=\"")
-            .dropFirst()
-        {
-            let parts = piece.components(separatedBy: "\" value=\"")
-            let value = parts[1].prefix { $0 != "\"" }.replacingOccurrences(of: "&amp;", with: "&")
-            fields.append(escape(parts[0]) + "=" + escape(value))
-        }
-        fields += ["email=" + escape(email), "password=" + escape(password)]
-        let posted = try client.form(
-            "POST", "/authorize", headers: ["Cookie: sesame_csrf=\(csrfCookie)"], form: fields.joined(separator: "&"))
-        guard posted.status == 303, let session = cookie("sesame_session", in: posted.head) else {
-            throw BenchmarkError("sign-in failed: \(posted.status)")
-        }
-        return "Cookie: sesame_session=\(session)"
-    }
-
     /// A code from the browser session (no form: the session skips it).
-    static func code(_ client: BenchClient, session: String) throws -> String {
-        let response = try client.form("GET", authorizePath, headers: [session])
-        guard response.status == 302, let location = header("Location", in: response.head),
-            let code = URLComponents(string: location)?.queryItems?.first(where: { $0.name == "code" })?.value
-        else { throw BenchmarkError("no code: \(response.status)") }
+    static func code(_ agent: BenchAgent) throws -> String {
+        let location = try agent.redirect(path: authorizePath)
+        guard
+            let code = URLComponents(url: location, resolvingAgainstBaseURL: false)?.queryItems?
+                .first(where: { $0.name == "code" })?.value
+        else { throw BenchmarkError("no code in the redirect") }
         return code
     }
 
@@ -77,15 +56,16 @@ enum OIDCServerBenchmark {
     }
 
     static func run(port: Int, email: String, password: String, seconds: Double) throws -> Rates {
-        let client = try BenchClient(port: port)
-        let session = try signIn(client, email: email, password: password)
+        let agent = try BenchAgent(port: port)
+        _ = try agent.signIn(path: authorizePath, email: email, password: password)
+        let client = agent.client
 
         // Code exchange: codes are made in batches outside the clock, exchanged on it.
         var exchanged = 0
         var spent: TimeInterval = 0
         var lastTokens: JOSEValue = .null
         while spent < seconds {
-            let codes = try (0..<200).map { _ in try code(client, session: session) }
+            let codes = try (0..<200).map { _ in try code(agent) }
             let start = Date()
             for code in codes { lastTokens = try exchange(client, code: code) }
             spent += Date().timeIntervalSince(start)
@@ -113,38 +93,19 @@ enum OIDCServerBenchmark {
         let chains = 4
         let tokens = try (0..<chains).map { _ -> String in
             guard
-                let token = try exchange(client, code: try code(client, session: session))["refresh_token"]?
+                let token = try exchange(client, code: try code(agent))["refresh_token"]?
                     .stringValue
             else { throw BenchmarkError("no refresh token") }
             return token
         }
-        let counts = LockedCounts()
-        let group = DispatchGroup()
-        let deadline = Date().addingTimeInterval(seconds)
-        let start = Date()
-        for token in tokens {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                guard let client = try? BenchClient(port: port) else { return }
-                var current = token
-                var done = 0
-                while Date() < deadline {
-                    guard
-                        let response = try? client.form(
-                            "POST", "/token",
-                            form: "grant_type=refresh_token&client_id=sesame-cli&refresh_token=" + current),
-                        response.status == 200,
-                        let next = (try? JOSEValue.parse(response.body))?["refresh_token"]?.stringValue
-                    else { break }
-                    current = next
-                    done += 1
-                }
-                counts.add(done)
-            }.start()
+        let refresh = ServerBenchmark.chainLoad(port: port, tokens: tokens, seconds: seconds) { client, current in
+            guard
+                let response = try? client.form(
+                    "POST", "/token", form: "grant_type=refresh_token&client_id=sesame-cli&refresh_token=" + current),
+                response.status == 200
+            else { return nil }
+            return (try? JOSEValue.parse(response.body))?["refresh_token"]?.stringValue
         }
-        group.wait()
-        let refresh = Double(counts.total) / Date().timeIntervalSince(start)
         return Rates(codeExchange: Double(exchanged) / spent, refresh: refresh, userInfo: userInfo)
     }
 }

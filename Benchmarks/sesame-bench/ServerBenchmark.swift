@@ -92,6 +92,17 @@ enum ServerBenchmark {
     }
 
     private static func refreshLoad(port: Int, tokens: [String], seconds: Double) throws -> Double {
+        chainLoad(port: port, tokens: tokens, seconds: seconds) { client, current in
+            (try? client.request("POST", "/refresh-token", body: #"{"refreshToken":"\#(current)"}"#))?["refreshToken"]?
+                .stringValue
+        }
+    }
+
+    /// Requests per second of one chain per token, each on its own connection and thread: `step` sends one
+    /// request with the current token and returns the next (nil stops the chain).
+    static func chainLoad(
+        port: Int, tokens: [String], seconds: Double, step: @escaping @Sendable (BenchClient, String) -> String?
+    ) -> Double {
         let counts = LockedCounts()
         let group = DispatchGroup()
         let deadline = Date().addingTimeInterval(seconds)
@@ -103,12 +114,7 @@ enum ServerBenchmark {
                 guard let client = try? BenchClient(port: port) else { return }
                 var current = token
                 var done = 0
-                while Date() < deadline {
-                    guard
-                        let response = try? client.request(
-                            "POST", "/refresh-token", body: #"{"refreshToken":"\#(current)"}"#),
-                        let next = response["refreshToken"]?.stringValue
-                    else { break }
+                while Date() < deadline, let next = step(client, current) {
                     current = next
                     done += 1
                 }

@@ -112,34 +112,40 @@ extension DevServer {
     }
 
     func me(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        // A DPoP refusal (a nonce to use, a proof to fix) is answered as such, so a DPoP client can recover.
-        if let (token, scheme) = Self.presentedToken(request), let verifier = state.withLock({ $0.accessVerifier }),
-            let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
-            let refusal = checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me")
-        {
-            return refusal
+        switch authentication(request) {
+        case .success(let user): .json(200, Self.userJSON(user).jsonData)
+        case .failure(let refusal): refusal.response
         }
-        guard let user = authenticatedUser(request, bindingChecked: true) else {
-            return Self.invalidToken("the access token is invalid or expired")
-        }
-        return .json(200, Self.userJSON(user).jsonData)
     }
 
-    /// The user a valid `Authorization: Bearer` access token names, or nil.
-    func authenticatedUser(_ request: HTTPServerRequest, bindingChecked: Bool = false) -> DevStore.User? {
+    /// The user a valid access token names, or nil.
+    func authenticatedUser(_ request: HTTPServerRequest) -> DevStore.User? {
+        try? authentication(request).get()
+    }
+
+    /// Why a request's access token is refused: the response to send.
+    struct Refusal: Error {
+        let response: HTTPServerResponse
+    }
+
+    /// The user of the request's access token (`Bearer`, or `DPoP` with its proof), verified once; or the answer
+    /// to give — a DPoP refusal as such (a nonce to use, a proof to fix), so a DPoP client can recover.
+    func authentication(_ request: HTTPServerRequest) -> Result<DevStore.User, Refusal> {
+        let invalid = Refusal(response: Self.invalidToken("the access token is invalid or expired"))
         guard let (token, scheme) = Self.presentedToken(request),
             let verifier = state.withLock({ $0.accessVerifier }),
             let claims = try? verifier.verifiedClaims(of: token, now: currentDate),
             let subject = claims.subject
-        else { return nil }
-        if !bindingChecked, checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me") != nil {
-            return nil
+        else { return .failure(invalid) }
+        if let refusal = checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/me") {
+            return .failure(Refusal(response: refusal))
         }
         // An OIDC access token is good only while its grant is (revocation, a replayed code, a reused refresh).
         if let grant = claims["gid"] {
-            guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return nil }
+            guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return .failure(invalid) }
         }
-        return try? store.user(id: subject)
+        guard let user = try? store.user(id: subject) else { return .failure(invalid) }
+        return .success(user)
     }
 
     static func userJSON(_ user: DevStore.User) -> JOSEValue {
