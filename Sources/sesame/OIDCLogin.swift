@@ -54,14 +54,7 @@ enum OIDCLogin {
             resources.append(origin.description)
         }
         let kind = Profile.storeKind(for: arguments)
-        let store = try profile.store(kind, forNewSession: true, command: command)
-        do {
-            _ = try await store.load(profile: profile.name)
-        } catch let error as AuthError where error.code == .storeUnavailable {
-            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
-        } catch let error as AuthError where error.code == .storeCorrupt {
-            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
-        }
+        let store = try await profile.storeForSignIn(kind, command: command)
         if !device {
             // Checked before any network call: a usage error is exit 2 whatever the provider would say.
             _ = try redirectParts(arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback", command: command)
@@ -121,11 +114,7 @@ enum OIDCLogin {
             Profile.Settings(
                 kind: "oidc", baseURL: issuer.absoluteString, store: kind, origins: resources,
                 email: tokens.user?.email, oidc: settings))
-        if let previous, previous.store != kind,
-            let old = try? profile.store(previous.store, forNewSession: false, command: command)
-        {
-            try? await old.delete(profile: profile.name)
-        }
+        await profile.forgetCredentials(in: previous, nowIn: kind, command: command)
         let who = tokens.user?.email ?? tokens.user?.id ?? "unknown"
         FileHandle.standardError.write(
             Data(

@@ -188,6 +188,32 @@ struct Profile {
         }
     }
 
+    /// The store a sign-in will write, checked before anything is sent.
+    ///
+    /// A setup problem must not cost a server login; a corrupt entry is only warned about (the sign-in replaces
+    /// it).
+    ///
+    /// - Throws: ``CLIError`` for an unusable store.
+    func storeForSignIn(_ kind: String, command: CommandSpec) async throws -> any TokenStore {
+        let store = try self.store(kind, forNewSession: true, command: command)
+        do {
+            _ = try await store.load(profile: name)
+        } catch let error as AuthError where error.code == .storeUnavailable {
+            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
+        }
+        return store
+    }
+
+    /// After a sign-in into `kind`: the credentials a previous sign-in left in another store are deleted.
+    func forgetCredentials(in previous: Settings?, nowIn kind: String, command: CommandSpec) async {
+        guard let previous, previous.store != kind,
+            let old = try? store(previous.store, forNewSession: false, command: command)
+        else { return }
+        try? await old.delete(profile: name)
+    }
+
     /// The store kind for a new sign-in: `--store`, else `$SESAME_STORE`, else the keyring when one answers.
     static func storeKind(for arguments: ParsedArguments) -> String {
         if let explicit = arguments.value("--store") { return explicit }

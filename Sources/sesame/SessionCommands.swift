@@ -107,15 +107,7 @@ enum SessionCommands {
             throw CLIError.usage("--email EMAIL is required", command: arguments.command)
         }
         let kind = Profile.storeKind(for: arguments)
-        // The store is checked before anything is sent: a setup problem must not cost a server login.
-        let store = try profile.store(kind, forNewSession: true, command: arguments.command)
-        do {
-            _ = try await store.load(profile: profile.name)
-        } catch let error as AuthError where error.code == .storeUnavailable {
-            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
-        } catch let error as AuthError where error.code == .storeCorrupt {
-            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
-        }
+        let store = try await profile.storeForSignIn(kind, command: arguments.command)
         let previous = (try? profile.settings()).flatMap { $0 }
         let password = try readPassword(command: arguments.command)
         let provider = RESTAuthProvider(baseURL: url)
@@ -127,11 +119,7 @@ enum SessionCommands {
         try profile.save(
             Profile.Settings(
                 baseURL: url.absoluteString, store: kind, origins: [], email: tokens.user?.email ?? email))
-        if let previous, previous.store != kind,
-            let old = try? profile.store(previous.store, forNewSession: false, command: arguments.command)
-        {
-            try? await old.delete(profile: profile.name)  // the credentials moved to another store
-        }
+        await profile.forgetCredentials(in: previous, nowIn: kind, command: arguments.command)
         FileHandle.standardError.write(
             Data(
                 ("signed in as \(PrintableText.sanitized(tokens.user?.email ?? email, limit: 200)) "
