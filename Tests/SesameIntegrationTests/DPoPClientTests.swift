@@ -55,8 +55,11 @@ import Testing
         let provider = try await Self.provider(oidc, key: key)
         let tokens = try await oidc.signIn(provider)
         let thief = try await Self.provider(oidc, key: try JWK.generate(for: .es256))
+        // A thief has the refresh token, not our record of the key: the provider itself must refuse.
+        var stolen = tokens
+        stolen.dpopKeyThumbprint = nil
         do {
-            _ = try await thief.refresh(tokens)
+            _ = try await thief.refresh(stolen)
             Issue.record("a refresh token was used with another key")
         } catch let error as AuthError {
             #expect(error.code == .refreshRejected)
@@ -68,6 +71,49 @@ import Testing
             _ = try await dpop.authenticate(
                 SesameHTTP.Request(method: "GET", url: oidc.issuer), context: AuthenticationContext(tokens: bearer))
         }
+    }
+
+    @Test(
+        "DPOP-06: a deleted or replaced key is found before anything is sent (sign in again); credentials kept, no Bearer"
+    )
+    func lostOrReplacedKey() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let store = InMemoryTokenStore()
+        let signIn = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        #expect(tokens.dpopKeyThumbprint == key.thumbprint)
+        let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
+        for replacement in [try JWK.generate(for: .es256), nil] {
+            let transport = ScriptedTransport()  // records every request; there must be none
+            var configuration = OIDCAuthProvider.Configuration(
+                clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback")
+            configuration.dpopKey = replacement
+            let provider = OIDCAuthProvider(
+                metadata: metadata, configuration: configuration, transport: transport, timeSource: oidc.clock)
+            let session = AuthSession(provider: provider, store: store, timeSource: oidc.clock)
+            let api = AuthorizedClient(
+                session: session, baseURL: oidc.issuer, transport: transport,
+                dpop: replacement.map { DPoPAuthenticator(key: $0, timeSource: oidc.clock) })
+            let what = replacement == nil ? "no key" : "another key"
+            do {
+                _ = try await api.send(.get("/userinfo"))
+                Issue.record("a request went out with \(what)")
+            } catch let error as AuthError {
+                #expect(error.code == .dpopKeyMismatch && error.requiresReauthentication, "\(what): \(error)")
+            }
+            do {
+                _ = try await session.forceRefresh()
+                Issue.record("a refresh went out with \(what)")
+            } catch let error as AuthError {
+                #expect(error.code == .dpopKeyMismatch, "\(what): \(error)")
+            }
+            #expect(transport.requests.isEmpty, "\(what): \(transport.requests.map(\.url))")
+            #expect(try await store.load(profile: "default") == tokens, "the credentials are kept")
+        }
+        // With the right key everything still works.
+        #expect(try await signIn.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
     }
 
     @Test(

@@ -45,6 +45,11 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     public var scope: String?
     /// The user.
     public var user: User?
+    /// For DPoP-bound tokens (RFC 9449), the RFC 7638 thumbprint of the key they are bound to.
+    ///
+    /// Stored with the tokens so that a missing or replaced key is noticed before anything is sent:
+    /// ``AuthError/Code/dpopKeyMismatch`` ("sign in again"), never a Bearer request.
+    public var dpopKeyThumbprint: String?
 
     /// Creates a token set.
     public init(
@@ -55,7 +60,8 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         expiresAt: Date? = nil,
         receivedAt: Date? = nil,
         scope: String? = nil,
-        user: User? = nil
+        user: User? = nil,
+        dpopKeyThumbprint: String? = nil
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -65,6 +71,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         self.receivedAt = receivedAt
         self.scope = scope
         self.user = user
+        self.dpopKeyThumbprint = dpopKeyThumbprint
     }
 
     /// The expiry to assume for a freshly received access token: `expires_in` seconds after `receivedAt`; else
@@ -107,6 +114,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         if idToken != nil { parts.append("ID token: yes") }
         if let expiresAt { parts.append("expires: \(ISO8601DateFormatter().string(from: expiresAt))") }
         if let user { parts.append("user: \(user.id)") }
+        if let dpopKeyThumbprint { parts.append("DPoP key: \(dpopKeyThumbprint)") }
         return "TokenSet(\(parts.joined(separator: ", ")))"
     }
 
@@ -121,7 +129,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
                 "accessToken": "<redacted>", "tokenType": tokenType,
                 "refreshToken": refreshToken == nil ? "none" : "<redacted>",
                 "idToken": idToken == nil ? "none" : "<redacted>", "expiresAt": expiresAt as Any,
-                "scope": scope as Any, "user": user?.id as Any,
+                "scope": scope as Any, "user": user?.id as Any, "dpopKeyThumbprint": dpopKeyThumbprint as Any,
             ], displayStyle: .struct)
     }
 }

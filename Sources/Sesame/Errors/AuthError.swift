@@ -69,6 +69,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         public static let cancelled = Code(rawValue: "cancelled")
         /// The device code expired before the user approved it (RFC 8628 `expired_token`).
         public static let deviceCodeExpired = Code(rawValue: "device_code_expired")
+        /// The tokens are DPoP-bound (``TokenSet/dpopKeyThumbprint``) to a key that is missing or is not the
+        /// configured one: sign in again. Found before any request is sent; the credentials are kept.
+        public static let dpopKeyMismatch = Code(rawValue: "dpop_key_mismatch")
     }
 
     /// The code.
@@ -104,7 +107,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
 
     /// Whether the user has to sign in again.
     public var requiresReauthentication: Bool {
-        [.sessionExpired, .notSignedIn, .refreshRejected, .noRefreshToken].contains(code)
+        [.sessionExpired, .notSignedIn, .refreshRejected, .noRefreshToken, .dpopKeyMismatch].contains(code)
     }
 
     /// `code: message`, then the server's code and description when it sent them; no secrets.

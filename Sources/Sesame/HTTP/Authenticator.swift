@@ -60,14 +60,18 @@ public struct BearerAuthenticator: Authenticator {
 
     /// Sets `Authorization: Bearer`.
     ///
-    /// - Throws: ``AuthError`` with ``AuthError/Code/notSignedIn`` when there are no tokens.
+    /// - Throws: ``AuthError`` with ``AuthError/Code/notSignedIn`` when there are no tokens,
+    ///   ``AuthError/Code/dpopKeyMismatch`` for DPoP-bound tokens (never sent as Bearer).
     public func authenticate(_ request: SesameHTTP.Request, context: AuthenticationContext) async throws
         -> SesameHTTP.Request
     {
         guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
         // A DPoP-bound token is never sent as Bearer (it would not work, and it would drop the proof).
-        guard tokens.tokenType.lowercased() != "dpop" else {
-            throw AuthError(.configuration, "the session holds a DPoP token: send it with Authorization.dpop(_:)")
+        guard tokens.tokenType.lowercased() != "dpop", tokens.dpopKeyThumbprint == nil else {
+            throw AuthError(
+                .dpopKeyMismatch,
+                "the session holds DPoP-bound tokens and no DPoP key is in use: send with Authorization.dpop(_:), "
+                    + "or sign in again")
         }
         var request = request
         request.headers["Authorization"] = "Bearer \(tokens.accessToken)"

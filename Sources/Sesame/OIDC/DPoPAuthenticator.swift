@@ -52,7 +52,8 @@ public struct DPoPAuthenticator: Authenticator {
     /// Sets `Authorization: DPoP` and a `DPoP` proof for this request.
     ///
     /// - Throws: ``AuthError`` — ``AuthError/Code/notSignedIn``; ``AuthError/Code/configuration`` for a token that
-    ///   is not a DPoP token (never downgraded to Bearer).
+    ///   is not a DPoP token (never downgraded to Bearer); ``AuthError/Code/dpopKeyMismatch`` when the tokens are
+    ///   bound to another key.
     public func authenticate(_ request: SesameHTTP.Request, context: AuthenticationContext) async throws
         -> SesameHTTP.Request
     {
@@ -61,12 +62,31 @@ public struct DPoPAuthenticator: Authenticator {
             throw AuthError(.configuration, "the session's token is not a DPoP token; sign in again with DPoP")
         }
         guard let signer else { throw AuthError(.configuration, "the DPoP key is not a private asymmetric key") }
+        try Self.check(tokens, boundTo: signer.thumbprint)
         var request = request
         request.headers["Authorization"] = "DPoP \(tokens.accessToken)"
         request.headers["DPoP"] = try signer.proof(
             method: request.method, url: request.url, accessToken: tokens.accessToken,
             nonce: context.nonce ?? nonces.nonce(for: request.url), issuedAt: timeSource.now)
         return request
+    }
+
+    /// Refuses `tokens` bound (``TokenSet/dpopKeyThumbprint``) to a key other than the one with `thumbprint`
+    /// (`nil`: no key at all). Tokens stored before thumbprints were recorded pass; the server still checks.
+    static func check(_ tokens: TokenSet, boundTo thumbprint: String?) throws {
+        guard let bound = tokens.dpopKeyThumbprint else {
+            if thumbprint == nil, tokens.tokenType.lowercased() == "dpop" {
+                throw AuthError(
+                    .dpopKeyMismatch, "the tokens are DPoP-bound but no DPoP key is configured; sign in again")
+            }
+            return
+        }
+        guard let thumbprint else {
+            throw AuthError(.dpopKeyMismatch, "the DPoP key these tokens are bound to is missing; sign in again")
+        }
+        guard bound.utf8.elementsEqual(thumbprint.utf8) else {
+            throw AuthError(.dpopKeyMismatch, "the DPoP key is not the one these tokens are bound to; sign in again")
+        }
     }
 
     /// Remembers a `DPoP-Nonce`; `use_dpop_nonce` → retry with it; an invalid token → refresh and retry.

@@ -73,6 +73,10 @@ public struct OIDCAuthProvider: AuthProvider {
     private let consumedStates = LockedValue(BoundedSet(capacity: 1024))
     /// The latest DPoP nonces per origin; give the same cache to ``DPoPAuthenticator``.
     public let dpopNonces = DPoPNonces()
+    /// ``Configuration/dpopKey`` prepared for proofs (nil without a key, or for a key that cannot sign).
+    private let dpopSigner: DPoPSigner?
+    /// The thumbprint of ``Configuration/dpopKey`` (what the tokens it gets are bound to).
+    var dpopThumbprint: String? { dpopSigner?.thumbprint }
     /// How the device flow waits between polls (tests inject one that does not sleep).
     let sleep: @Sendable (TimeInterval) async throws -> Void
 
@@ -87,6 +91,7 @@ public struct OIDCAuthProvider: AuthProvider {
         self.transport = transport
         self.timeSource = timeSource
         self.sleep = sleep
+        dpopSigner = configuration.dpopKey.flatMap { try? DPoPSigner(key: $0) }
         keys = metadata.jwksURI.map { JWKSCache(url: $0, transport: transport, timeSource: timeSource) }
     }
 
@@ -136,14 +141,17 @@ public struct OIDCAuthProvider: AuthProvider {
             ("code_challenge_method", "S256"),
         ]
         if let nonce { parameters.append(("nonce", nonce)) }
-        if let key = configuration.dpopKey {
+        if configuration.dpopKey != nil {
             // DPOP-08: an algorithm the provider lists; DPOP-10: the code bound to the key from the start.
-            let algorithm = key.algorithm?.name ?? key.declaredAlgorithm ?? ""
+            guard let dpopSigner else {
+                throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
+            }
+            let algorithm = dpopSigner.algorithm.name
             if !metadata.dpopSigningAlgorithms.isEmpty, !metadata.dpopSigningAlgorithms.contains(algorithm) {
                 throw AuthError(
                     .configuration, "the provider does not list the DPoP key's algorithm \(algorithm)")
             }
-            parameters.append(("dpop_jkt", key.thumbprint))
+            parameters.append(("dpop_jkt", dpopSigner.thumbprint))
         }
         if let prompt = options.prompt { parameters.append(("prompt", prompt)) }
         if let maxAge = options.maxAge { parameters.append(("max_age", String(Int(maxAge)))) }
@@ -252,11 +260,15 @@ public struct OIDCAuthProvider: AuthProvider {
     /// and must name the same `iss` and `sub` as the original (OIDC Core §12.2).
     ///
     /// - Throws: ``AuthError`` — ``AuthError/Code/refreshRejected`` for `invalid_grant`, ``AuthError/Code/noRefreshToken``,
-    ///   ``AuthError/Code/idTokenRejected``, transient errors.
+    ///   ``AuthError/Code/idTokenRejected``, ``AuthError/Code/dpopKeyMismatch`` (tokens bound to another key or
+    ///   to none configured), transient errors.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
         guard let refreshToken = tokens.refreshToken else {
             throw AuthError(.noRefreshToken, "there is no refresh token; sign in again")
         }
+        // A refresh token bound to a key only that key can use (RFC 9449 §5): a missing or replaced key is
+        // reported here, before a request that would get the grant revoked.
+        try DPoPAuthenticator.check(tokens, boundTo: dpopThumbprint)
         let response = try await postWithProof(
             metadata.tokenEndpoint,
             [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", configuration.clientID)])
@@ -415,11 +427,14 @@ public struct OIDCAuthProvider: AuthProvider {
     /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
     /// (RFC 9449 §8; the provider refuses before spending anything).
     func postWithProof(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
-        guard let key = configuration.dpopKey else { return try await postForm(url, pairs) }
+        guard configuration.dpopKey != nil else { return try await postForm(url, pairs) }
+        guard let dpopSigner else {
+            throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
+        }
         var retried = false
         while true {
-            let proof = try DPoPProof.make(
-                key: key, method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
+            let proof = try dpopSigner.proof(
+                method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
             let response = try await postForm(url, pairs, headers: ["DPoP": proof])
             let nonce = response.header("DPoP-Nonce")
             if let nonce { dpopNonces.remember(nonce, for: url) }
@@ -479,7 +494,10 @@ public struct OIDCAuthProvider: AuthProvider {
             accessToken: access, tokenType: type, refreshToken: refresh, idToken: idToken,
             expiresAt: TokenSet.expiry(
                 expiresIn: json["expires_in"]?.doubleValue, accessToken: access, receivedAt: receivedAt),
-            receivedAt: receivedAt, scope: json["scope"]?.stringValue ?? previous?.scope, user: user)
+            receivedAt: receivedAt,
+            scope: json["scope"]?.stringValue ?? previous?.scope
+                ?? (previous == nil ? configuration.scopes.joined(separator: " ") : nil), user: user,
+            dpopKeyThumbprint: dpopThumbprint)
     }
 
     static func failure(_ response: SesameHTTP.Response, _ what: String) -> AuthError {
