@@ -136,7 +136,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameCLITests",
-            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback"],
+            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback", "SesameJOSE"],
             exclude: ["Snapshots"],
             swiftSettings: swiftSettings
         ),

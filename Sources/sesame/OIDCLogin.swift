@@ -22,6 +22,18 @@ enum OIDCLogin {
         return OIDCAuthProvider(metadata: settings.metadata, configuration: configuration)
     }
 
+    /// The DPoP key algorithms `login --dpop-alg` offers, in the order chosen when the provider lists several.
+    static let dpopChoices: [JWSAlgorithm] = [.es256, .eddsa, .rs256]
+
+    /// `--dpop-alg`'s value, checked before any network call (case-insensitive).
+    static func dpopAlgorithm(_ text: String?, command: CommandSpec) throws -> JWSAlgorithm? {
+        guard let text else { return nil }
+        guard let algorithm = dpopChoices.first(where: { $0.name.lowercased() == text.lowercased() }) else {
+            throw CLIError.usage("--dpop-alg takes ES256, EdDSA or RS256 (got '\(printable(text))')", command: command)
+        }
+        return algorithm
+    }
+
     static func run(_ arguments: ParsedArguments) async throws {
         let command = arguments.command
         let profile = try Profile(arguments)
@@ -59,12 +71,38 @@ enum OIDCLogin {
             // Checked before any network call: a usage error is exit 2 whatever the provider would say.
             _ = try redirectParts(arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback", command: command)
         }
+        let requestedAlgorithm = try dpopAlgorithm(arguments.value("--dpop-alg"), command: command)
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
-        // --dpop: a new ES256 key for this profile; the tokens will be bound to it (RFC 9449).
-        let dpopKey: JWK? = arguments.flag("--dpop") ? try JWK.generate(for: .es256) : nil
-        if dpopKey != nil, metadata.dpopSigningAlgorithms.isEmpty {
-            FileHandle.standardError.write(
-                Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
+        // --dpop: a new key for this profile; the tokens will be bound to it (RFC 9449).
+        var dpopKey: JWK?
+        if arguments.flag("--dpop") || requestedAlgorithm != nil {
+            let listed = metadata.dpopSigningAlgorithms
+            if listed.isEmpty {
+                FileHandle.standardError.write(
+                    Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
+            }
+            let algorithm: JWSAlgorithm
+            if let requestedAlgorithm {
+                guard listed.isEmpty || listed.contains(requestedAlgorithm.name) else {
+                    throw CLIError(
+                        status: .failure, code: "dpop_unsupported",
+                        message:
+                            "the provider does not accept \(requestedAlgorithm.name) DPoP proofs (it lists \(listed.map(printable).joined(separator: ", ")))"
+                    )
+                }
+                algorithm = requestedAlgorithm
+            } else {
+                // DPOP-08: ES256 unless the provider lists others only.
+                guard let choice = dpopChoices.first(where: { listed.isEmpty || listed.contains($0.name) }) else {
+                    throw CLIError(
+                        status: .failure, code: "dpop_unsupported",
+                        message:
+                            "the provider lists no DPoP algorithm Sesame's CLI offers (ES256, EdDSA, RS256; it lists \(listed.map(printable).joined(separator: ", ")))"
+                    )
+                }
+                algorithm = choice
+            }
+            dpopKey = try JWK.generate(for: algorithm)
         }
         let tokens: TokenSet
         var redirectURI = arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback"

@@ -162,6 +162,7 @@ enum SessionCommands {
             }
             if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { status["expiresAt"] = .integer(expiresAt) }
             if let scope = tokens.scope { status["scope"] = .string(scope) }
+            if let thumbprint = tokens.dpopKeyThumbprint { status["dpopKeyThumbprint"] = .string(thumbprint) }
             print(JOSEValue.object(status).jsonString)
             return
         }
@@ -170,7 +171,10 @@ enum SessionCommands {
         print("profile:  \(context.profile.name)")
         print("provider: \(safe(context.settings.baseURL)) (\(safe(context.settings.kind)))")
         print("store:    \(safe(context.settings.store))")
-        if context.dpop != nil { print("dpop:     yes (tokens bound to the profile's key)") }
+        if let key = context.dpop {
+            let algorithm = key.algorithm?.name ?? "?"
+            print("dpop:     yes (\(algorithm) key \(safe(tokens.dpopKeyThumbprint ?? key.thumbprint)))")
+        }
         print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }

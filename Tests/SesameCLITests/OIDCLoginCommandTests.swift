@@ -1,4 +1,5 @@
 import Foundation
+import SesameJOSE
 import SesameTestSupport
 import Testing
 
@@ -130,15 +131,16 @@ import Testing
     }
 
     @Test(
-        "login --issuer --dpop: tokens bound to the profile's key, used by request; a lost key means signing in again")
-    func dpopLogin() throws {
+        "login --issuer --dpop: tokens bound to the profile's key, used by request; a lost or replaced key means signing in again",
+        arguments: [["--dpop"], ["--dpop-alg", "EdDSA"], ["--dpop-alg", "rs256"]])
+    func dpopLogin(option: [String]) async throws {
         let server = try ServeProcess(["--user", "alice@example.com:correct-horse", "--dpop-nonce"])
         defer { server.interrupt() }
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
         let login = try BackgroundLogin(
-            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser", "--dpop"],
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"] + option,
             environment: environment)
         let url = try #require(login.line { $0.hasPrefix("http://") })
         let components = try #require(URLComponents(string: url))
@@ -154,13 +156,40 @@ import Testing
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
         let state = try CLIRunner.run(["status", "--json"], environment: environment)
         #expect(state.stdout.contains("\"dpop\":true"))
-        #expect(try CLIRunner.run(["token", "--force-refresh"], environment: environment).status == 0)
         let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")
+        let key = try JWK(json: try Data(contentsOf: keyFile))
+        let algorithm = option.count == 2 ? option[1].uppercased() : "ES256"
+        #expect(key.algorithm?.name.uppercased() == algorithm)
+        #expect(state.stdout.contains("\"dpopKeyThumbprint\":\"\(key.thumbprint)\""), "\(state.stdout)")
+        #expect(try CLIRunner.run(["token", "--force-refresh"], environment: environment).status == 0)
         let mode = try FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
+        // Another key in its place: refused before any request (a refresh would revoke the grant), tokens kept.
+        let other = try JWK.generate(for: .es256)
+        try FileManager.default.removeItem(at: keyFile)
+        #expect(
+            FileManager.default.createFile(
+                atPath: keyFile.path, contents: Data(other.jsonValue(includingPrivate: true).jsonBytes),
+                attributes: [.posixPermissions: 0o600]))
+        let before = try await server.counters()["refreshes"] as? Int
+        for command in [["request", "/userinfo"], ["token", "--force-refresh"]] {
+            let replaced = try CLIRunner.run(command, environment: environment)
+            #expect(replaced.status == 3 && replaced.stderr.contains("dpop_key_mismatch"), "\(replaced.stderr)")
+        }
+        #expect(try await server.counters()["refreshes"] as? Int == before, "no refresh was attempted")
         try FileManager.default.removeItem(at: keyFile)
         let lost = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(lost.status == 3 && lost.stderr.contains("dpop_key_missing"), "\(lost.stderr)")
+    }
+
+    @Test("login --dpop-alg takes ES256, EdDSA or RS256 only, refused before any network call")
+    func dpopAlgorithmUsage() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try CLIRunner.run(
+            ["login", "--issuer", "http://127.0.0.1:9", "--client-id", "c", "--dpop-alg", "HS256"],
+            environment: ["SESAME_HOME": folder.path, "SESAME_STORE": "file"])
+        #expect(result.status == 2 && result.stderr.contains("--dpop-alg takes"), "\(result.stderr)")
     }
 
     @Test("login --issuer --device: the code on stderr, approved on the device page")

@@ -67,7 +67,7 @@ extension JOSEValue {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ value: String, into output: inout [UInt8]) {
+    package static func writeString(_ value: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {

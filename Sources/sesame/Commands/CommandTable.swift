@@ -72,6 +72,10 @@ enum CommandTable {
             OptionSpec("--no-browser", "print the URL, do not open a browser"),
             OptionSpec("--device", "the device flow: a code to enter on another device"),
             OptionSpec("--dpop", "bind the tokens to a new key of this profile (DPoP, RFC 9449)"),
+            OptionSpec(
+                "--dpop-alg", value: "ALG",
+                "the DPoP key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default: ES256, or the first of these the provider lists)"
+            ),
         ] + GlobalOptions.session,
         examples: [
             "sesame login --rest http://127.0.0.1:8080 --email alice@example.com",

@@ -13,6 +13,9 @@
         // A pthread-backed lock (LockedValue) rather than Synchronization.Mutex: ThreadSanitizer models the former,
         // and the cost difference does not show in the benchmarks.
         private let pool = LockedValue<[[VerifyContext]]>(Array(repeating: [], count: JWSAlgorithm.all.count))
+        /// The same for signing (private keys): contexts set up by `EVP_PKEY_sign_init` once, not per signature.
+        private let signingPool = LockedValue<[[VerifyContext]]>(
+            Array(repeating: [], count: JWSAlgorithm.all.count))
 
         private struct VerifyContext: @unchecked Sendable {
             // Owned by exactly one caller at a time: taken out of the pool, used, and put back.
@@ -31,8 +34,10 @@
         }
 
         deinit {
-            pool.withLock { pool in
-                for contexts in pool { for context in contexts { context.free() } }
+            for pool in [pool, signingPool] {
+                pool.withLock { pool in
+                    for contexts in pool { for context in contexts { context.free() } }
+                }
             }
             EVP_PKEY_free(pkey)
         }
@@ -228,11 +233,12 @@
             return result == 1
         }
 
-        private func borrowContext(_ algorithm: JWSAlgorithm) -> VerifyContext? {
+        private func borrowContext(_ algorithm: JWSAlgorithm, signing: Bool = false) -> VerifyContext? {
+            let pool = signing ? signingPool : pool
             if let context = pool.withLock({ $0[algorithm.index].popLast() }) { return context }
             guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else { return nil }
-            guard EVP_PKEY_verify_init(ctx) == 1, Self.configure(ctx, for: algorithm), let digest = EVP_MD_CTX_new()
-            else {
+            let initialized = signing ? EVP_PKEY_sign_init(ctx) : EVP_PKEY_verify_init(ctx)
+            guard initialized == 1, Self.configure(ctx, for: algorithm), let digest = EVP_MD_CTX_new() else {
                 EVP_PKEY_CTX_free(ctx)
                 ERR_clear_error()
                 return nil
@@ -240,7 +246,8 @@
             return VerifyContext(key: ctx, digest: digest)
         }
 
-        private func returnContext(_ context: VerifyContext, _ algorithm: JWSAlgorithm) {
+        private func returnContext(_ context: VerifyContext, _ algorithm: JWSAlgorithm, signing: Bool = false) {
+            let pool = signing ? signingPool : pool
             let kept = pool.withLock { pool -> Bool in
                 guard pool[algorithm.index].count < 8 else { return false }
                 pool[algorithm.index].append(context)
@@ -288,8 +295,44 @@
 
         // MARK: Signing
 
+        /// Hash, then `EVP_PKEY_sign` on a pooled context (nil when no context could be set up: the caller takes
+        /// the one-shot path).
+        private func signDigest(_ message: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) throws(JOSEError)
+            -> [UInt8]?
+        {
+            guard let context = borrowContext(algorithm, signing: true), let md = OpenSSLDigest.md(algorithm.hash)
+            else { return nil }
+            defer { returnContext(context, algorithm, signing: true) }
+            var signature = [UInt8](repeating: 0, count: max(Int(EVP_PKEY_get_size(pkey)), 1))
+            var length = signature.count
+            let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
+                var digestLength: UInt32 = 0
+                guard let base = digest.baseAddress,
+                    EVP_DigestInit_ex2(context.digest, md, nil) == 1,
+                    EVP_DigestUpdate(context.digest, message.baseAddress, message.count) == 1,
+                    EVP_DigestFinal_ex(context.digest, base, &digestLength) == 1
+                else { return 0 }
+                return EVP_PKEY_sign(context.key, &signature, &length, base, Int(digestLength))
+            }
+            guard result == 1 else {
+                ERR_clear_error()
+                throw JOSEError(.cryptoFailure, "signing failed")
+            }
+            signature.removeSubrange(length...)
+            if algorithm.family == .ecdsa, let curve = algorithm.requiredCurve {
+                guard let raw = ECDSASignature.raw(fromDER: signature, curve: curve) else {
+                    throw JOSEError(.cryptoFailure, "libcrypto returned a malformed ECDSA signature")
+                }
+                return raw
+            }
+            return signature
+        }
+
         /// Signs `message`; ECDSA signatures come back as the fixed-length JWS `R‖S`.
         package func sign(_ message: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) throws(JOSEError) -> [UInt8] {
+            if algorithm.family != .eddsa, let signature = try signDigest(message, algorithm: algorithm) {
+                return signature
+            }
             guard let mdctx = EVP_MD_CTX_new() else { throw JOSEError(.cryptoFailure, "out of memory") }
             defer { EVP_MD_CTX_free(mdctx) }
             let mdName: String? =
@@ -298,7 +341,14 @@
                 default: OpenSSLDigest.name(algorithm.hash)
                 }
             var pctx: OpaquePointer?
-            guard EVP_DigestSignInit_ex(mdctx, &pctx, mdName, nil, nil, pkey, nil) == 1 else {
+            // The digest fetched once (by name per call costs a provider lookup on every signature).
+            let initialized =
+                if mdName != nil, let md = OpenSSLDigest.md(algorithm.hash) {
+                    EVP_DigestSignInit(mdctx, &pctx, md, nil, pkey)
+                } else {
+                    EVP_DigestSignInit_ex(mdctx, &pctx, mdName, nil, nil, pkey, nil)
+                }
+            guard initialized == 1 else {
                 ERR_clear_error()
                 throw JOSEError(.cryptoFailure, "this key cannot sign with \(algorithm)")
             }
@@ -308,10 +358,13 @@
                 else { throw JOSEError(.cryptoFailure, "could not configure RSA-PSS") }
             }
             let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            var length = 0
-            guard EVP_DigestSign(mdctx, nil, &length, input, message.count) == 1 else {
-                ERR_clear_error()
-                throw JOSEError(.cryptoFailure, "signing failed")
+            // The largest signature this key makes (one call instead of a size query and a signature).
+            var length = Int(EVP_PKEY_get_size(pkey))
+            if length <= 0 {
+                guard EVP_DigestSign(mdctx, nil, &length, input, message.count) == 1 else {
+                    ERR_clear_error()
+                    throw JOSEError(.cryptoFailure, "signing failed")
+                }
             }
             var signature = [UInt8](repeating: 0, count: length)
             guard EVP_DigestSign(mdctx, &signature, &length, input, message.count) == 1 else {
