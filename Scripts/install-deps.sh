@@ -8,7 +8,8 @@
 #   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
 #           zsh and fish (completion scripts are syntax-checked), Chromium + chromedriver (the provider's sign-in
 #           page in a real browser), and from PyPI Selenium, Authlib (a third-party OAuth client) and
-#           django-oauth-toolkit (a third-party OpenID Connect provider)
+#           django-oauth-toolkit (a third-party OpenID Connect provider); Glewlwyd (a third-party provider with
+#           DPoP nonces), sqlite3 and openssl for its set-up
 set -euo pipefail
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
@@ -27,6 +28,12 @@ command -v fish >/dev/null 2>&1 || missing+=(fish)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# Glewlwyd: a real OpenID Connect provider that demands DPoP nonces (the DPoP interop test), with sqlite3 and
+# openssl for its set-up script.
+command -v glewlwyd >/dev/null 2>&1 || missing+=(glewlwyd)
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+python3 -c 'import cryptography' 2>/dev/null || missing+=(python3-cryptography)
 
 # Python test peers from PyPI (never dependencies of the product).
 install_python_peers() {
