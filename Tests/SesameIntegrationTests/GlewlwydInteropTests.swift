@@ -14,7 +14,9 @@ import Testing
     static let available: Bool = {
         let found = FileManager.default.isExecutableFile(atPath: "/usr/bin/glewlwyd")
         if !found && !OIDCInteropTests.required {
-            print("notice: GlewlwydInteropTests: glewlwyd missing (apt-get install glewlwyd); the DPoP interop test is skipped")
+            print(
+                "notice: GlewlwydInteropTests: glewlwyd missing (apt-get install glewlwyd); the DPoP interop test is skipped"
+            )
         }
         return found || OIDCInteropTests.required
     }()
@@ -26,7 +28,8 @@ import Testing
         let issuer: URL
 
         init() throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-glewlwyd-\(UUID().uuidString)")
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "sesame-glewlwyd-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = [
@@ -131,7 +134,8 @@ import Testing
         let api = signIn.client(for: glewlwyd.issuer)
         for call in 1...30 {
             let response = try await api.send(SesameHTTP.Request(method: "GET", url: userinfo))
-            #expect(response.status == 200, "call \(call): \(response.status) \(response.header("WWW-Authenticate") ?? "")")
+            #expect(
+                response.status == 200, "call \(call): \(response.status) \(response.header("WWW-Authenticate") ?? "")")
         }
         #expect(provider.dpopNonces.nonce(for: userinfo) != firstNonce, "the nonce rotated and was followed")
         #expect(try await signIn.userInfo()["sub"] == .string(tokens.user?.id ?? "-"))
