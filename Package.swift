@@ -60,12 +60,12 @@ let package = Package(
         // Apple-only shims, declared on every platform; their sources are guarded by #if canImport.
         .target(
             name: "SesameApple",
-            dependencies: ["Sesame"],
+            dependencies: ["Sesame", "SesameJOSE"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "SesameTesting",
-            dependencies: ["Sesame"],
+            dependencies: ["Sesame", "SesameJOSE"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -30,20 +30,23 @@ public final class DPoPNonces: Sendable {
 ///
 /// It never sends a token as Bearer: a session whose tokens are not DPoP tokens is refused (sign in again).
 public struct DPoPAuthenticator: Authenticator {
-    /// The proof key (private).
-    public let key: JWK
+    /// The proof key's signer (nil for a key that cannot sign proofs: then every request fails).
+    public let signer: DPoPSigner?
     /// Nonces per origin, shared with the provider's token requests when you pass the same cache.
     public let nonces: DPoPNonces
     private let timeSource: any TimeSource
-    /// The key's prepared signer (nil for a key that cannot sign proofs: then every request fails).
-    private let signer: DPoPSigner?
 
-    /// An authenticator proving possession of `key`.
+    /// An authenticator proving possession of `key` (private).
     public init(key: JWK, nonces: DPoPNonces = DPoPNonces(), timeSource: any TimeSource = SystemTimeSource()) {
-        self.key = key
+        self.init(signer: try? DPoPSigner(key: key), nonces: nonces, timeSource: timeSource)
+    }
+
+    /// An authenticator proving possession of the key behind `signer` (a Secure Enclave key, for one).
+    public init(signer: DPoPSigner?, nonces: DPoPNonces = DPoPNonces(), timeSource: any TimeSource = SystemTimeSource())
+    {
+        self.signer = signer
         self.nonces = nonces
         self.timeSource = timeSource
-        signer = try? DPoPSigner(key: key)
     }
 
     /// Always true.

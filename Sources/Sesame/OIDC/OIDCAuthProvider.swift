@@ -35,6 +35,14 @@ public struct OIDCAuthProvider: AuthProvider {
         ///
         /// Default nil (Bearer tokens).
         public var dpopKey: JWK?
+        /// A DPoP key kept elsewhere (the Secure Enclave: `SesameApple`'s `SecureEnclaveDPoPKeys`, or any
+        /// ``DPoPSigningKey``), prepared as a signer; a ``DPoPKeyStore`` hands these out. Takes precedence over
+        /// ``dpopKey``.
+        ///
+        /// Default nil.
+        public var dpopSigner: DPoPSigner?
+        /// Whether the tokens are DPoP-bound (a ``dpopKey`` or a ``dpopSigner`` is set).
+        public var usesDPoP: Bool { dpopKey != nil || dpopSigner != nil }
         /// Learn the provider's clock from the HTTP `Date` header of token responses and validate ID tokens by it,
         /// for devices whose clock is wrong.
         ///
@@ -73,10 +81,17 @@ public struct OIDCAuthProvider: AuthProvider {
     private let consumedStates = LockedValue(BoundedSet(capacity: 1024))
     /// The latest DPoP nonces per origin; give the same cache to ``DPoPAuthenticator``.
     public let dpopNonces = DPoPNonces()
-    /// ``Configuration/dpopKey`` prepared for proofs (nil without a key, or for a key that cannot sign).
-    private let dpopSigner: DPoPSigner?
+    /// The DPoP key prepared for proofs: ``Configuration/dpopSigner``, else ``Configuration/dpopKey`` (nil without
+    /// one, or for a key that cannot sign — then every token request fails rather than going out as Bearer).
+    public let dpopSigner: DPoPSigner?
     /// The thumbprint of ``Configuration/dpopKey`` (what the tokens it gets are bound to).
     var dpopThumbprint: String? { dpopSigner?.thumbprint }
+    /// A ``DPoPAuthenticator`` with this provider's key, nonces and clock (nil without DPoP): what an
+    /// ``AuthorizedClient`` for the session's APIs needs.
+    public func dpopAuthenticator() -> DPoPAuthenticator? {
+        guard configuration.usesDPoP else { return nil }
+        return DPoPAuthenticator(signer: dpopSigner, nonces: dpopNonces, timeSource: timeSource)
+    }
     /// How the device flow waits between polls (tests inject one that does not sleep).
     let sleep: @Sendable (TimeInterval) async throws -> Void
 
@@ -91,7 +106,7 @@ public struct OIDCAuthProvider: AuthProvider {
         self.transport = transport
         self.timeSource = timeSource
         self.sleep = sleep
-        dpopSigner = configuration.dpopKey.flatMap { try? DPoPSigner(key: $0) }
+        dpopSigner = configuration.dpopSigner ?? configuration.dpopKey.flatMap { try? DPoPSigner(key: $0) }
         keys = metadata.jwksURI.map { JWKSCache(url: $0, transport: transport, timeSource: timeSource) }
     }
 
@@ -141,7 +156,7 @@ public struct OIDCAuthProvider: AuthProvider {
             ("code_challenge_method", "S256"),
         ]
         if let nonce { parameters.append(("nonce", nonce)) }
-        if configuration.dpopKey != nil {
+        if configuration.usesDPoP {
             // DPOP-08: an algorithm the provider lists; DPOP-10: the code bound to the key from the start.
             guard let dpopSigner else {
                 throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
@@ -325,8 +340,7 @@ public struct OIDCAuthProvider: AuthProvider {
         }
         let response: SesameHTTP.Response
         let request = SesameHTTP.Request(method: "GET", url: endpoint, headers: ["Accept": "application/json"])
-        if let key = configuration.dpopKey {
-            let dpop = DPoPAuthenticator(key: key, nonces: dpopNonces, timeSource: timeSource)
+        if let dpop = dpopAuthenticator() {
             var attempt = try await transport.send(
                 try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens)))
             if case .retry(let nonce) = dpop.classify(attempt, for: request) {
@@ -427,7 +441,7 @@ public struct OIDCAuthProvider: AuthProvider {
     /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
     /// (RFC 9449 §8; the provider refuses before spending anything).
     func postWithProof(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
-        guard configuration.dpopKey != nil else { return try await postForm(url, pairs) }
+        guard configuration.usesDPoP else { return try await postForm(url, pairs) }
         guard let dpopSigner else {
             throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
         }
@@ -466,7 +480,7 @@ public struct OIDCAuthProvider: AuthProvider {
         else { throw AuthError(.invalidResponse, "the token response has no usable access_token and token_type") }
         // RFC 6749 §7.1: a client must understand the token type. With a DPoP key only DPoP tokens are taken
         // (RFC 9449 §5, strict: a Bearer answer would silently drop the protection); without one, Bearer only.
-        let expected = configuration.dpopKey == nil ? "bearer" : "dpop"
+        let expected = configuration.usesDPoP ? "dpop" : "bearer"
         guard type.lowercased() == expected else {
             throw AuthError(
                 .invalidResponse, "the token type is \(type), not \(expected == "dpop" ? "DPoP" : "Bearer")")

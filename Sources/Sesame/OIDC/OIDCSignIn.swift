@@ -48,17 +48,23 @@ public final class OIDCSignIn: Sendable {
 
     /// Discovers the provider and makes the facade.
     ///
+    /// - Parameters:
+    ///   - dpopKeys: makes the tokens DPoP-bound (RFC 9449) to the profile's key in this store, made on first
+    ///     use (`SesameApple`'s `KeychainDPoPKeyStore.keychain(service:)`: the Secure Enclave when there is one).
+    ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
     /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,
-    ///   transport).
+    ///   transport); the key store's (``AuthError/Code/storeUnavailable`` on a locked device: try again later — no
+    ///   new key is made then).
     public static func configure(
         issuer: URL, clientID: String, redirectURI: String,
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
-        profile: String = "default", transport: any HTTPTransport = SesameHTTP.platformTransport
+        profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil,
+        transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource()
     ) async throws -> OIDCSignIn {
+        var configuration = OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes)
+        configuration.dpopSigner = try await dpopKeys?.keyCreatingIfNeeded(profile: profile)
         let provider = try await OIDCAuthProvider.discover(
-            issuer: issuer,
-            configuration: OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes),
-            transport: transport)
+            issuer: issuer, configuration: configuration, transport: transport, timeSource: timeSource)
         return OIDCSignIn(provider: provider, store: store, profile: profile)
     }
 
@@ -135,12 +141,10 @@ public final class OIDCSignIn: Sendable {
 
     /// A client for an API that takes these credentials: `baseURL`'s origin and `additionalOrigins` only.
     ///
-    /// With a DPoP key (``OIDCAuthProvider/Configuration/dpopKey``) the client proves it on every request.
+    /// With a DPoP key (``OIDCAuthProvider/Configuration/usesDPoP``) the client proves it on every request.
     public func client(for baseURL: URL, additionalOrigins: [URL] = []) -> AuthorizedClient {
         AuthorizedClient(
             session: session, baseURL: baseURL, additionalOrigins: additionalOrigins,
-            dpop: provider.configuration.dpopKey.map {
-                DPoPAuthenticator(key: $0, nonces: provider.dpopNonces, timeSource: provider.timeSource)
-            })
+            dpop: provider.dpopAuthenticator())
     }
 }

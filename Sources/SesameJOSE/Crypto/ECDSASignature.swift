@@ -1,6 +1,6 @@
 /// Conversions between the JWS ECDSA signature form (`R‖S`, each exactly the curve's length; RFC 7518 §3.4)
 /// and ASN.1 DER, which the platform libraries speak.
-enum ECDSASignature {
+package enum ECDSASignature {
     private static let p256Order = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
     private static let p384Order = hex(
         "ffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf581a0db248b0a77aecec196accc52973")
@@ -48,7 +48,7 @@ enum ECDSASignature {
     }
 
     /// DER for a raw `R‖S`, or nil when the length is wrong or r or s is out of range.
-    static func der(fromRaw raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> [UInt8]? {
+    package static func der(fromRaw raw: UnsafeRawBufferPointer, curve: JWK.Curve) -> [UInt8]? {
         withDER(fromRaw: raw, curve: curve) { $0.map(Array.init) }
     }
 
