@@ -217,13 +217,15 @@ import Testing
         let session: AuthSession
         let api: AuthorizedClient
         let clock = ManualTimeSource(Date())
-        let resource = URL(string: "https://rs.example/accounts?page=2")!
+        let resource: URL
 
         init() throws {
+            func url(_ text: String) throws -> URL { try #require(URL(string: text)) }
+            resource = try url("https://rs.example/accounts?page=2")
             key = try JWK.generate(for: .es256)
             var metadata = OIDCProviderMetadata(
-                authorizationEndpoint: URL(string: "https://as.example/authorize")!,
-                tokenEndpoint: URL(string: "https://as.example/token")!)
+                authorizationEndpoint: try url("https://as.example/authorize"),
+                tokenEndpoint: try url("https://as.example/token"))
             metadata.dpopSigningAlgorithms = ["ES256", "PS256"]
             var configuration = OIDCAuthProvider.Configuration(
                 clientID: "c", redirectURI: "https://app.example/cb", scopes: ["accounts"])
@@ -232,7 +234,7 @@ import Testing
                 metadata: metadata, configuration: configuration, transport: transport, timeSource: clock)
             session = AuthSession(provider: provider, store: InMemoryTokenStore(), timeSource: clock)
             api = AuthorizedClient(
-                session: session, baseURL: URL(string: "https://rs.example")!, transport: transport,
+                session: session, baseURL: try url("https://rs.example"), transport: transport,
                 dpop: DPoPAuthenticator(key: key, nonces: provider.dpopNonces, timeSource: clock))
         }
 

@@ -12,7 +12,7 @@ import Testing
 
     /// A proof from `signer`, checked as a server checks it.
     static func proves(_ signer: DPoPSigner) throws -> String {
-        let url = URL(string: "https://as.example/token")!
+        let url = try #require(URL(string: "https://as.example/token"))
         let proof = try signer.proof(method: "POST", url: url, issuedAt: now)
         return try DPoPProofVerifier().verify(proof, method: "POST", url: url, now: now).thumbprint
     }
@@ -104,7 +104,7 @@ import Testing
         let signer = try DPoPSigner(signingKey: key)
         enclave.setFailing(true)
         #expect(throws: (any Error).self) {
-            _ = try signer.proof(method: "GET", url: URL(string: "https://x.example/")!, issuedAt: Self.now)
+            _ = try signer.proof(method: "GET", url: URL(fileURLWithPath: "/"), issuedAt: Self.now)
         }
         let store = KeychainDPoPKeyStore(service: "app", backend: InMemoryKeychain(), hardware: enclave)
         do {

@@ -69,8 +69,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         public static let cancelled = Code(rawValue: "cancelled")
         /// The device code expired before the user approved it (RFC 8628 `expired_token`).
         public static let deviceCodeExpired = Code(rawValue: "device_code_expired")
-        /// The tokens are DPoP-bound (``TokenSet/dpopKeyThumbprint``) to a key that is missing or is not the
-        /// configured one: sign in again. Found before any request is sent; the credentials are kept.
+        /// The tokens are DPoP-bound to a key that is missing or is not the configured one: sign in again.
+        ///
+        /// Found (``TokenSet/dpopKeyThumbprint``) before any request is sent; the credentials are kept.
         public static let dpopKeyMismatch = Code(rawValue: "dpop_key_mismatch")
     }
 

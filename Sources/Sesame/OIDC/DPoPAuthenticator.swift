@@ -74,8 +74,10 @@ public struct DPoPAuthenticator: Authenticator {
         return request
     }
 
-    /// Refuses `tokens` bound (``TokenSet/dpopKeyThumbprint``) to a key other than the one with `thumbprint`
-    /// (`nil`: no key at all). Tokens stored before thumbprints were recorded pass; the server still checks.
+    /// Refuses `tokens` bound to a key other than the one with `thumbprint` (`nil`: no key at all).
+    ///
+    /// Reads ``TokenSet/dpopKeyThumbprint``; tokens stored before thumbprints were recorded pass (the server still
+    /// checks).
     static func check(_ tokens: TokenSet, boundTo thumbprint: String?) throws {
         guard let bound = tokens.dpopKeyThumbprint else {
             if thumbprint == nil, tokens.tokenType.lowercased() == "dpop" {

@@ -35,9 +35,10 @@ public struct OIDCAuthProvider: AuthProvider {
         ///
         /// Default nil (Bearer tokens).
         public var dpopKey: JWK?
-        /// A DPoP key kept elsewhere (the Secure Enclave: `SesameApple`'s `SecureEnclaveDPoPKeys`, or any
-        /// ``DPoPSigningKey``), prepared as a signer; a ``DPoPKeyStore`` hands these out. Takes precedence over
-        /// ``dpopKey``.
+        /// A DPoP key kept elsewhere, prepared as a signer; takes precedence over ``dpopKey``.
+        ///
+        /// The Secure Enclave (`SesameApple`'s `SecureEnclaveKeys`) or any `DPoPSigningKey`; a ``DPoPKeyStore``
+        /// hands these out.
         ///
         /// Default nil.
         public var dpopSigner: DPoPSigner?

@@ -49,9 +49,17 @@ public final class OIDCSignIn: Sendable {
     /// Discovers the provider and makes the facade.
     ///
     /// - Parameters:
+    ///   - issuer: the issuer URL (https, or http on loopback).
+    ///   - clientID: the registered public client.
+    ///   - redirectURI: the registered redirect URI, exactly.
+    ///   - scopes: the scopes; `offline_access` asks for a refresh token.
+    ///   - store: where the credentials are kept.
+    ///   - profile: the key in the store (and in `dpopKeys`).
     ///   - dpopKeys: makes the tokens DPoP-bound (RFC 9449) to the profile's key in this store, made on first
     ///     use (`SesameApple`'s `KeychainDPoPKeyStore.keychain(service:)`: the Secure Enclave when there is one).
+    ///   - transport: the HTTP transport.
     ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
+    /// - Returns: the facade.
     /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,
     ///   transport); the key store's (``AuthError/Code/storeUnavailable`` on a locked device: try again later — no
     ///   new key is made then).

@@ -76,9 +76,10 @@ public enum DPoPProof {
         return components.string ?? url.absoluteString
     }
 
-    /// `htu` straight from the text when it is already normal — a lower-case scheme and authority without user
-    /// info or a default port, and a path — cut before `?` or `#` (every proof's case; URLComponents costs more
-    /// than the rest of a proof's assembly). Nil means "normalise the long way".
+    /// `htu` straight from the text when it is already normal; nil means "normalise the long way".
+    ///
+    /// Normal: a lower-case scheme and authority without user info or a default port, and a path; cut before `?`
+    /// or `#` (every proof's case; URLComponents costs more than the rest of a proof's assembly).
     static func plainTargetURI(_ text: String) -> String? {
         let bytes = text.utf8
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
