@@ -12,6 +12,8 @@ import Testing
         let token: String
         let deterministic: Bool
         var testDescription: String { "\(name) \(algorithm)" }
+        /// RSA examples need a backend with RSA (not the CryptoKit-on-Linux check).
+        var runsHere: Bool { TestKeys.rsaAvailable || !(algorithm.family == .rsaPKCS1 || algorithm.family == .rsaPSS) }
     }
 
     static func key(_ document: String, _ reference: Any?) -> String {
@@ -45,7 +47,8 @@ import Testing
     }()
 
     @Test(
-        "VEC-01, VEC-02, VEC-03, VEC-04, VEC-06, VEC-10: RFC examples verify as received", arguments: signatureExamples)
+        "VEC-01, VEC-02, VEC-03, VEC-04, VEC-06, VEC-10: RFC examples verify as received",
+        arguments: signatureExamples.filter(\.runsHere))
     func examplesVerify(example: Example) throws {
         let key = try JWK(json: example.keyJSON, allowSymmetric: example.algorithm.isSymmetric)
         let verifyKey = example.algorithm.isSymmetric ? key : try key.publicKey()
@@ -56,7 +59,7 @@ import Testing
 
     @Test(
         "VEC-01, VEC-02, VEC-06, VEC-10: deterministic algorithms reproduce the RFC signature byte for byte",
-        arguments: signatureExamples.filter(\.deterministic))
+        arguments: signatureExamples.filter { $0.deterministic && $0.runsHere })
     func deterministicSignaturesMatch(example: Example) throws {
         let key = try JWK(json: example.keyJSON, allowSymmetric: example.algorithm.isSymmetric)
         let parts = example.token.split(separator: ".", omittingEmptySubsequences: false)
@@ -154,7 +157,7 @@ import Testing
     @Test("RFC 7517 App. A: the example key sets import; the enc-only key cannot verify")
     func rfc7517KeySets() throws {
         let publicSet = try JWKSet(json: TestVectors.json(TestVectors.rfc("rfc7517", "A.1") as Any))
-        #expect(publicSet.keys.count == 2)
+        try #require(publicSet.keys.count == 2)
         #expect(publicSet.keys[0].canVerify(.es256) == false)  // use: enc
         #expect(publicSet.keys[1].canVerify(.rs256))
         let privateSet = try JWKSet(json: TestVectors.json(TestVectors.rfc("rfc7517", "A.2") as Any))

@@ -25,7 +25,7 @@ struct WycheproofTests {
         .init(file: "rsa_pss_4096_sha256_mgf1_32_test.json", algorithm: .ps256, id: "WP-02"),
         .init(file: "ecdsa_secp256r1_sha256_p1363_test.json", algorithm: .es256, id: "WP-03"),
         .init(file: "ed25519_test.json", algorithm: .eddsa, id: "WP-05"),
-    ]
+    ].filter { TestKeys.rsaAvailable || !$0.file.hasPrefix("rsa_") }
 
     /// Builds the group's public key: its JWK when it has one, else the RSA modulus and exponent.
     static func groupKey(_ group: [String: Any]) throws -> JWK {
@@ -113,6 +113,8 @@ struct WycheproofTests {
         var failures: [String] = []
         for group in try #require(document["testGroups"] as? [[String: Any]]) {
             let keyObject = group["public"] ?? group["private"]
+            // RSA groups need a backend with RSA (not the CryptoKit-on-Linux check).
+            if !TestKeys.rsaAvailable, TestVectors.json(keyObject as Any).contains(#""kty":"RSA""#) { continue }
             for test in try #require(group["tests"] as? [[String: Any]]) {
                 let id = test["tcId"] as? Int ?? -1
                 var expected = test["result"] as? String ?? ""
@@ -128,7 +130,7 @@ struct WycheproofTests {
                 }
             }
         }
-        #expect(checked > 20)
+        #expect(checked > (TestKeys.rsaAvailable ? 20 : 10))
         #expect(failures.isEmpty, "\(file): \(failures.joined(separator: "; "))")
     }
 

@@ -54,3 +54,15 @@ public enum JOSECrypto {
 #if canImport(CSesameOpenSSL)
     typealias BackingDigest = OpenSSLDigest
 #endif
+
+extension JOSECrypto {
+    /// Whether this build's backend has RSA: false only in the CryptoKit-on-Linux check build
+    /// (Scripts/check-apple-backend.sh), which has no Security framework.
+    package static let supportsRSA: Bool = {
+        #if SESAME_CRYPTO_BACKEND && !canImport(Security) && !canImport(CSesameOpenSSL)
+            false
+        #else
+            true
+        #endif
+    }()
+}

@@ -123,6 +123,19 @@ enum TestKeys {
         return key
     }
 
+    /// Whether this build has RSA (not the CryptoKit-on-Linux check of Scripts/check-apple-backend.sh).
+    static let rsaAvailable: Bool = {
+        if !JOSECrypto.supportsRSA {
+            print("◇ NOTICE: this backend has no RSA (Apple's Security framework is absent); the RSA tests are skipped")
+        }
+        return JOSECrypto.supportsRSA
+    }()
+
+    /// One signing key per key type with its algorithm (RSA only where the backend has it).
+    static var signers: [(key: JWK, algorithm: JWSAlgorithm)] {
+        (rsaAvailable ? [(rsa, .rs256)] : []) + [(ec, .es256), (ed, .eddsa)]
+    }
+
     static func publicSet(_ keys: JWK...) throws -> JWKSet { try JWKSet(keys: keys.map { try $0.publicKey() }) }
 
     /// A valid claim set around `referenceNow`.
@@ -131,4 +144,11 @@ enum TestKeys {
         "exp": .integer(Int64(referenceNow.timeIntervalSince1970) + 600),
         "iat": .integer(Int64(referenceNow.timeIntervalSince1970) - 10),
     ])
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Skips a test that needs RSA where the backend has none (the CryptoKit-on-Linux check).
+    static var needsRSA: Self {
+        .enabled(if: TestKeys.rsaAvailable, "RSA needs Apple's Security framework, absent from this build")
+    }
 }

@@ -1,9 +1,22 @@
 // The Apple backend: CryptoKit for EC and Ed25519 keys, digests and HMAC; RSA through Security
 // (RSAKey+Security.swift). It implements the same package interface as BackingKey+OpenSSL.swift, and every
 // encoding it needs (PKCS#1, SubjectPublicKeyInfo, PKCS#8) comes from the portable, Linux-tested DER.swift.
-#if !canImport(CSesameOpenSSL) && canImport(CryptoKit) && canImport(Security)
-    import CommonCrypto
-    import CryptoKit
+//
+// SESAME_CRYPTO_BACKEND compiles this file on Linux against swift-crypto's `Crypto` (CryptoKit's API) for
+// Scripts/check-apple-backend.sh; there, PBKDF2 and random bytes come from the portable fallbacks below instead of
+// CommonCrypto and Security, and RSA is unavailable (no Security framework).
+#if !canImport(CSesameOpenSSL) && ((canImport(CryptoKit) && canImport(Security)) || SESAME_CRYPTO_BACKEND)
+    #if canImport(CryptoKit)
+        import CryptoKit
+    #else
+        import Crypto
+    #endif
+    #if canImport(CommonCrypto)
+        import CommonCrypto
+    #endif
+    #if canImport(Security)
+        import Security
+    #endif
     import Foundation
 
     typealias BackingDigest = CryptoKitDigest
@@ -250,6 +263,48 @@
         }
 
         static func pbkdf2SHA256(password: [UInt8], salt: [UInt8], iterations: Int, length: Int) -> [UInt8] {
+            #if canImport(CommonCrypto)
+                return commonCryptoPBKDF2(password: password, salt: salt, iterations: iterations, length: length)
+            #else
+                return portablePBKDF2(password: password, salt: salt, iterations: iterations, length: length)
+            #endif
+        }
+
+        /// RFC 8018 §5.2 over CryptoKit's HMAC-SHA256 (the check build has no CommonCrypto).
+        static func portablePBKDF2(password: [UInt8], salt: [UInt8], iterations: Int, length: Int) -> [UInt8] {
+            let key = SymmetricKey(data: password)
+            var output: [UInt8] = []
+            output.reserveCapacity(length)
+            var block: UInt32 = 1
+            while output.count < length {
+                var u = Array(HMAC<SHA256>.authenticationCode(for: salt + withUnsafeBytes(of: block.bigEndian, Array.init), using: key))
+                var t = u
+                for _ in 1..<max(iterations, 1) {
+                    u = Array(HMAC<SHA256>.authenticationCode(for: u, using: key))
+                    for index in t.indices { t[index] ^= u[index] }
+                }
+                output.append(contentsOf: t.prefix(length - output.count))
+                block += 1
+            }
+            return output
+        }
+
+        static func randomBytes(_ count: Int) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            #if canImport(Security)
+                let status = SecRandomCopyBytes(kSecRandomDefault, count, &bytes)
+                precondition(status == errSecSuccess, "the system random generator failed")
+            #else
+                // The system CSPRNG (getrandom on Linux).
+                var generator = SystemRandomNumberGenerator()
+                for index in bytes.indices { bytes[index] = generator.next() }
+            #endif
+            return bytes
+        }
+    }
+
+    #if canImport(CommonCrypto)
+        private func commonCryptoPBKDF2(password: [UInt8], salt: [UInt8], iterations: Int, length: Int) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: length)
             let status = password.withUnsafeBufferPointer { passwordBuffer in
                 passwordBuffer.withMemoryRebound(to: CChar.self) { passwordChars in
@@ -261,12 +316,5 @@
             precondition(status == kCCSuccess, "CommonCrypto could not derive a key")
             return output
         }
-
-        static func randomBytes(_ count: Int) -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: count)
-            let status = SecRandomCopyBytes(kSecRandomDefault, count, &bytes)
-            precondition(status == errSecSuccess, "the system random generator failed")
-            return bytes
-        }
-    }
+    #endif
 #endif

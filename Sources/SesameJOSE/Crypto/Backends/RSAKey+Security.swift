@@ -80,4 +80,24 @@
             return Array(signature)
         }
     }
+#elseif !canImport(CSesameOpenSSL) && SESAME_CRYPTO_BACKEND
+    import Foundation
+
+    /// The CryptoKit-on-Linux check build (Scripts/check-apple-backend.sh) has no Security framework: RSA keys
+    /// import (the portable component checks run) but cannot sign or verify there, and the check reports the RSA
+    /// tests it skips. On Apple platforms the `SecKey` shim above is used.
+    struct RSAKey: Sendable {
+        static let unavailable = JOSEError(.unsupportedAlgorithm, "RSA needs Apple's Security framework (not in this build)")
+        private let stored: JWK.Components
+
+        init(components: JWK.Components) throws(JOSEError) {
+            guard case .rsa = components else { throw JOSEError(.invalidKey, "not an RSA key") }
+            stored = components
+        }
+
+        static func generate(bits: Int) throws(JOSEError) -> RSAKey { throw unavailable }
+        func components() throws(JOSEError) -> JWK.Components { stored }
+        func verify(signature: Data, message: Data, algorithm: JWSAlgorithm) -> Bool { false }
+        func sign(message: Data, algorithm: JWSAlgorithm) throws(JOSEError) -> [UInt8] { throw Self.unavailable }
+    }
 #endif
