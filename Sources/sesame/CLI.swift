@@ -50,6 +50,10 @@ enum CLI {
             return .failure
         } catch let error as AuthError {
             printError(code: error.serverResponse?.error ?? error.code.rawValue, message: describe(error))
+            if error.code == .dpopKeyMismatch {
+                FileHandle.standardError.write(
+                    Data("sign in again: sesame login --issuer URL --client-id ID --dpop\n".utf8))
+            }
             if error.requiresReauthentication { return .notSignedIn }
             return error.isTransient ? .transient : .failure
         } catch is CancellationError {

@@ -81,15 +81,12 @@ struct Profile {
         return handle.readDataToEndOfFile()
     }
 
-    /// The profile's DPoP key.
-    ///
-    /// - Throws: ``CLIError`` (exit 3: sign in again) when it is missing, unreadable or not a private key.
-    func dpopKey() throws -> JWK {
-        guard let data = Self.readPrivateFile(dpopKeyURL), let key = try? JWK(json: data), key.isPrivate
-        else {
-            throw CLIError(
-                status: .notSignedIn, code: "dpop_key_missing",
-                message: "the DPoP key of profile \(name) (\(dpopKeyURL.path)) is missing or unreadable; sign in again")
+    /// The profile's DPoP key; nil when it is missing, readable by others, or not a private key — then the
+    /// session finds the tokens bound to a key it does not have, ends, and asks to sign in again
+    /// (`dpop_key_mismatch`), never sending them as Bearer.
+    func dpopKey() -> JWK? {
+        guard let data = Self.readPrivateFile(dpopKeyURL), let key = try? JWK(json: data), key.isPrivate else {
+            return nil
         }
         return key
     }

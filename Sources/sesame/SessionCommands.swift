@@ -61,8 +61,9 @@ enum SessionCommands {
                         message: "the profile file \(profile.settingsURL.path) names an insecure endpoint; log in again"
                     )
                 }
-                // A DPoP profile needs its key; one that is gone means signing in again, never Bearer.
-                dpop = try oidc.dpop == true ? profile.dpopKey() : nil
+                // A DPoP profile needs its key; without it the session refuses the bound tokens (sign in again),
+                // and they are never sent as Bearer. Logout still revokes them (revocation needs no proof).
+                dpop = oidc.dpop == true ? profile.dpopKey() : nil
                 provider = OIDCLogin.provider(oidc, dpopKey: dpop)
             } else {
                 provider = RESTAuthProvider(baseURL: base)
@@ -89,6 +90,11 @@ enum SessionCommands {
                 command: arguments.command)
         }
         if !registering, arguments.value("--issuer") != nil { return try await OIDCLogin.run(arguments) }
+        if !registering, arguments.flag("--dpop") || arguments.value("--dpop-alg") != nil {
+            throw CLIError.usage(
+                "DPoP needs --issuer (an OpenID Connect provider); the REST contract has no DPoP",
+                command: arguments.command)
+        }
         guard let base = arguments.value("--rest") else {
             throw CLIError.usage(
                 "\(arguments.command.name) needs --rest BASE_URL"
@@ -173,7 +179,7 @@ enum SessionCommands {
         print("store:    \(safe(context.settings.store))")
         if let key = context.dpop {
             let algorithm = key.algorithm?.name ?? "?"
-            print("dpop:     yes (\(algorithm) key \(safe(tokens.dpopKeyThumbprint ?? key.thumbprint)))")
+            print("dpop:     yes (\(algorithm) key \(key.thumbprint))")
         }
         print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"

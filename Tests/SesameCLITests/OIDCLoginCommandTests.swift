@@ -139,19 +139,7 @@ import Testing
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
-        let login = try BackgroundLogin(
-            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"] + option,
-            environment: environment)
-        let url = try #require(login.line { $0.hasPrefix("http://") })
-        let components = try #require(URLComponents(string: url))
-        let browser = TestBrowser(port: server.base.port ?? 0)
-        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
-        let signedIn = try browser.post(
-            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
-        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
-        _ = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?" + (callback.percentEncodedQuery ?? ""))
-        let (status, rest) = login.finish()
-        #expect(status == 0, "\(rest)")
+        try Self.dpopSignIn(server: server, environment: environment, option: option)
         let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
         let state = try CLIRunner.run(["status", "--json"], environment: environment)
@@ -172,14 +160,51 @@ import Testing
                 atPath: keyFile.path, contents: Data(other.jsonValue(includingPrivate: true).jsonBytes),
                 attributes: [.posixPermissions: 0o600]))
         let before = try await server.counters()["refreshes"] as? Int
-        for command in [["request", "/userinfo"], ["token", "--force-refresh"]] {
-            let replaced = try CLIRunner.run(command, environment: environment)
-            #expect(replaced.status == 3 && replaced.stderr.contains("dpop_key_mismatch"), "\(replaced.stderr)")
-        }
+        let replaced = try CLIRunner.run(["token", "--force-refresh"], environment: environment)
+        #expect(replaced.status == 3 && replaced.stderr.contains("dpop_key_mismatch"), "\(replaced.stderr)")
+        #expect(replaced.stderr.contains("sesame login --issuer"), "the way back is named")
         #expect(try await server.counters()["refreshes"] as? Int == before, "no refresh was attempted")
-        try FileManager.default.removeItem(at: keyFile)
-        let lost = try CLIRunner.run(["request", "/userinfo"], environment: environment)
-        #expect(lost.status == 3 && lost.stderr.contains("dpop_key_missing"), "\(lost.stderr)")
+        // The session ended there: the unusable credentials are gone, and logout still cleans up.
+        let after = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(after.status == 3 && after.stderr.contains("not_signed_in"), "\(after.stderr)")
+        #expect(try CLIRunner.run(["logout"], environment: environment).status == 0)
+    }
+
+    @Test("a lost DPoP key: status and request say sign in again (exit 3), logout still works")
+    func lostDPoPKey() async throws {
+        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
+        defer { server.interrupt() }
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        try Self.dpopSignIn(server: server, environment: environment)
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("credentials/default.dpop.jwk"))
+        let status = try CLIRunner.run(["status"], environment: environment)
+        #expect(status.status == 3 && status.stderr.contains("dpop_key_mismatch"), "\(status.stderr)")
+        let logout = try CLIRunner.run(["logout"], environment: environment)
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(try CLIRunner.run(["status"], environment: environment).status == 3)
+        let rest = try CLIRunner.run(
+            ["login", "--rest", server.base.absoluteString, "--email", "a@example.com", "--dpop"],
+            environment: environment)
+        #expect(rest.status == 2 && rest.stderr.contains("DPoP needs --issuer"), "\(rest.stderr)")
+    }
+
+    /// `login --issuer --dpop` completed through the dev server's form.
+    static func dpopSignIn(server: ServeProcess, environment: [String: String], option: [String] = ["--dpop"]) throws {
+        let login = try BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"] + option,
+            environment: environment)
+        let url = try #require(login.line { $0.hasPrefix("http://") })
+        let components = try #require(URLComponents(string: url))
+        let browser = TestBrowser(port: server.base.port ?? 0)
+        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
+        let signedIn = try browser.post(
+            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
+        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
+        _ = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?" + (callback.percentEncodedQuery ?? ""))
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
     }
 
     @Test("login --dpop-alg takes ES256, EdDSA or RS256 only, refused before any network call")

@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test(
-        "DPOP-06: a deleted or replaced key is found before anything is sent (sign in again); credentials kept, no Bearer"
+        "DPOP-06: a deleted or replaced key is found before anything is sent; the session ends (dpop_key_mismatch), never a Bearer request"
     )
     func lostOrReplacedKey() async throws {
         let oidc = try OIDCClientHarness()
@@ -86,6 +86,7 @@ import Testing
         #expect(tokens.dpopKeyThumbprint == key.thumbprint)
         let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
         for replacement in [try JWK.generate(for: .es256), nil] {
+            try await store.save(tokens, profile: "default")  // what the app finds at its next launch
             let transport = ScriptedTransport()  // records every request; there must be none
             var configuration = OIDCAuthProvider.Configuration(
                 clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback")
@@ -93,9 +94,10 @@ import Testing
             let provider = OIDCAuthProvider(
                 metadata: metadata, configuration: configuration, transport: transport, timeSource: oidc.clock)
             let session = AuthSession(provider: provider, store: store, timeSource: oidc.clock)
+            let events = session.events()
             let api = AuthorizedClient(
                 session: session, baseURL: oidc.issuer, transport: transport,
-                dpop: replacement.map { DPoPAuthenticator(key: $0, timeSource: oidc.clock) })
+                dpop: provider.dpopAuthenticator())
             let what = replacement == nil ? "no key" : "another key"
             do {
                 _ = try await api.send(.get("/userinfo"))
@@ -103,17 +105,22 @@ import Testing
             } catch let error as AuthError {
                 #expect(error.code == .dpopKeyMismatch && error.requiresReauthentication, "\(what): \(error)")
             }
-            do {
-                _ = try await session.forceRefresh()
-                Issue.record("a refresh went out with \(what)")
-            } catch let error as AuthError {
-                #expect(error.code == .dpopKeyMismatch, "\(what): \(error)")
-            }
+            await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
             #expect(transport.requests.isEmpty, "\(what): \(transport.requests.map(\.url))")
-            #expect(try await store.load(profile: "default") == tokens, "the credentials are kept")
+            #expect(try await store.load(profile: "default") == nil, "unusable credentials are gone")
+            var iterator = events.makeAsyncIterator()
+            #expect(await iterator.next() == .signedOut(.dpopKeyLost))
         }
-        // With the right key everything still works.
-        #expect(try await signIn.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
+        // The same tokens with the right key still work (the provider never saw the attempts).
+        try await store.save(tokens, profile: "default")
+        let again = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        #expect(try await again.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
+        // DPoP turned on for a user signed in with Bearer: the same, sign in again.
+        let bearer = try await oidc.signIn(try await oidc.provider())
+        try await store.save(bearer, profile: "default")
+        let upgraded = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        await #expect(throws: AuthError.self) { _ = try await upgraded.accessToken() }
+        #expect(try await store.load(profile: "default") == nil)
     }
 
     @Test(

@@ -139,7 +139,7 @@ import Testing
         #expect(try await relaunched.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
         #expect(try await relaunched.session.forceRefresh().tokenType == "DPoP")
         // Restored onto another device: the enclave key is gone; a new key is made, and the old tokens are
-        // refused locally — sign in again — with the credentials left for the new sign-in to replace.
+        // refused locally — the session ends, sign in again.
         let restored = try await launch(EmulatedSecureEnclave())
         do {
             _ = try await restored.client(for: oidc.issuer).send(.get("/userinfo"))
@@ -147,7 +147,7 @@ import Testing
         } catch let error as AuthError {
             #expect(error.code == .dpopKeyMismatch && error.requiresReauthentication)
         }
-        #expect(try await tokens.load(profile: "default") != nil)
+        #expect(try await tokens.load(profile: "default") == nil)
         try await restored.signIn(with: FormUserAgent(harness: oidc))
         #expect(try await restored.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
     }

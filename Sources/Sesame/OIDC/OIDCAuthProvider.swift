@@ -301,6 +301,17 @@ public struct OIDCAuthProvider: AuthProvider {
             from: response, expecting: IDTokenValidator.Expectations(original: original), previous: tokens)
     }
 
+    /// Refuses stored tokens bound to another DPoP key than this provider's, or none; and, with DPoP on, Bearer
+    /// tokens (issued before DPoP was turned on: they would be refused as not sender-constrained).
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/dpopKeyMismatch``.
+    public func checkStoredCredentials(_ tokens: TokenSet) throws {
+        try DPoPAuthenticator.check(tokens, boundTo: dpopThumbprint)
+        if configuration.usesDPoP, tokens.tokenType.lowercased() != "dpop" {
+            throw AuthError(.dpopKeyMismatch, "the stored tokens are not DPoP-bound and DPoP is on; sign in again")
+        }
+    }
+
     /// Revokes the refresh token, then the access token (RFC 7009).
     ///
     /// - Throws: ``AuthError`` when the provider has no revocation endpoint or did not confirm.

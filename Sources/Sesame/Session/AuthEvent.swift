@@ -27,6 +27,9 @@ public enum AuthEvent: Sendable, Equatable {
         case sessionExpired
         /// Another process sharing the store signed out (the stored credentials are gone).
         case signedOutElsewhere
+        /// The credentials were bound (DPoP) to a key this app no longer has — a lost or replaced key, or DPoP
+        /// turned on or off since they were issued; they were deleted, as no request could use them.
+        case dpopKeyLost
     }
 }
 

@@ -14,4 +14,16 @@ public protocol AuthProvider: Sendable {
     ///
     /// - Throws: ``AuthError`` when the server did not confirm.
     func signOut(_ tokens: TokenSet) async throws
+
+    /// Checks credentials read from the store before the session uses them, without the network.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/dpopKeyMismatch`` when they cannot be used by this provider
+    ///   at all (bound to another DPoP key); the session then ends
+    ///   (``AuthEvent/SignOutReason/dpopKeyLost``) and deletes them.
+    func checkStoredCredentials(_ tokens: TokenSet) throws
+}
+
+extension AuthProvider {
+    /// Accepts every stored credential.
+    public func checkStoredCredentials(_ tokens: TokenSet) throws {}
 }

@@ -473,6 +473,9 @@ public actor AuthSession {
         let refreshed: TokenSet
         do {
             refreshed = try await provider.refresh(candidate)
+        } catch let error as AuthError where error.code == .dpopKeyMismatch {
+            guard epoch == startedEpoch else { throw Self.ended }
+            return try await endSession(.dpopKeyLost, deleting: candidate, epoch: startedEpoch, cause: error)
         } catch let error as AuthError where error.code == .refreshRejected {
             guard epoch == startedEpoch else { throw Self.ended }
             // A process that does not take the lock may have rotated the token meanwhile: adopt its newer one.
@@ -566,6 +569,8 @@ public actor AuthSession {
         switch reason {
         case .signedOutElsewhere:
             throw AuthError(.notSignedIn, "the session was ended by another process sharing the store")
+        case .dpopKeyLost:
+            throw cause ?? AuthError(.dpopKeyMismatch, "the credentials were bound to a lost DPoP key; sign in again")
         default:
             throw AuthError(
                 .sessionExpired, "the session has expired; sign in again", statusCode: cause?.statusCode,
@@ -616,6 +621,14 @@ public actor AuthSession {
         }
         guard epoch == startedEpoch, case .loading = state else { return }
         if let stored {
+            do {
+                try provider.checkStoredCredentials(stored)
+            } catch let error as AuthError {
+                // Unusable by this provider (bound to a key it does not have): the session ends here, before any
+                // request, and the credentials go — no request could ever use them.
+                _ = try? await endSession(.dpopKeyLost, deleting: stored, epoch: startedEpoch, cause: error)
+                throw error
+            }
             generation += 1
             state = .active(stored)
         } else {

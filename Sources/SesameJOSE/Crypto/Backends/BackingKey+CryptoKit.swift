@@ -277,7 +277,9 @@
             output.reserveCapacity(length)
             var block: UInt32 = 1
             while output.count < length {
-                var u = Array(HMAC<SHA256>.authenticationCode(for: salt + withUnsafeBytes(of: block.bigEndian, Array.init), using: key))
+                var u = Array(
+                    HMAC<SHA256>.authenticationCode(
+                        for: salt + withUnsafeBytes(of: block.bigEndian, Array.init), using: key))
                 var t = u
                 for _ in 1..<max(iterations, 1) {
                     u = Array(HMAC<SHA256>.authenticationCode(for: u, using: key))

@@ -87,7 +87,8 @@
     /// import (the portable component checks run) but cannot sign or verify there, and the check reports the RSA
     /// tests it skips. On Apple platforms the `SecKey` shim above is used.
     struct RSAKey: Sendable {
-        static let unavailable = JOSEError(.unsupportedAlgorithm, "RSA needs Apple's Security framework (not in this build)")
+        static let unavailable = JOSEError(
+            .unsupportedAlgorithm, "RSA needs Apple's Security framework (not in this build)")
         private let stored: JWK.Components
 
         init(components: JWK.Components) throws(JOSEError) {
