@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDevServer
 import SesameJOSE
+import SesameTesting
 import Testing
 
 /// Keeps the README's OpenID Connect example compiling and true, against the dev server (a form-posting agent
@@ -31,5 +32,33 @@ import Testing
         #expect(api.credentialOrigins.count == 1)
         #expect(result.credentialsRemoved)
         await #expect(throws: AuthError.self) { try await signIn.accessToken() }
+    }
+
+    @Test("README: DPoP with a key store")
+    func readmeDPoPExample() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let keychain = InMemoryKeychain()
+        let issuer = oidc.issuer.absoluteString
+        let apiURL = oidc.issuer
+
+        // README, verbatim but for the issuer, client, redirect URI, API URL and the Apple-only stores
+        // (the portable KeychainTokenStore / KeychainDPoPKeyStore over an in-memory Keychain and an emulated enclave):
+        // swift-format-ignore: NeverForceUnwrap
+        let signIn = try await OIDCSignIn.configure(
+            issuer: URL(string: issuer)!, clientID: "sesame-cli",
+            redirectURI: "http://127.0.0.1:5555/callback",
+            store: KeychainTokenStore(service: "com.example.app", backend: keychain),
+            dpopKeys: KeychainDPoPKeyStore(
+                service: "com.example.app", backend: keychain, hardware: EmulatedSecureEnclave()),
+            timeSource: oidc.clock)
+        // swift-format-ignore: NeverForceUnwrap
+        let api = signIn.client(for: URL(string: issuer)!)
+        let mine = AuthorizedClient(session: signIn.session, baseURL: apiURL, dpop: signIn.provider.dpopAuthenticator())
+
+        let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        #expect(tokens.tokenType == "DPoP")
+        #expect(try await api.send(.get("/userinfo")).status == 200)
+        #expect(try await mine.send(.get("/userinfo")).status == 200)
     }
 }
