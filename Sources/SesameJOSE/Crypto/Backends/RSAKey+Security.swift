@@ -83,8 +83,9 @@
 #elseif !canImport(CSesameOpenSSL) && SESAME_CRYPTO_BACKEND
     import Foundation
 
-    /// The CryptoKit-on-Linux check build (Scripts/check-apple-backend.sh) has no Security framework: RSA keys
-    /// import (the portable component checks run) but cannot sign or verify there, and the check reports the RSA
+    /// RSA in the CryptoKit-on-Linux check build (Scripts/check-apple-backend.sh), which has no Security framework.
+    ///
+    /// Keys import (the portable component checks run) but cannot sign or verify, and the check reports the RSA
     /// tests it skips. On Apple platforms the `SecKey` shim above is used.
     struct RSAKey: Sendable {
         static let unavailable = JOSEError(
