@@ -82,4 +82,46 @@ passed=$(grep -E '^✔ Test ' "$log" | grep -cv '^✔ Test run' || true)
 skipped=$(grep -cE '^➜ Test .* skipped' "$log" || true)
 failed=$(grep -cE '^✘ Test ' "$log" || true)
 echo "check-apple-backend.sh: CryptoKit backend (swift-crypto): $passed tests passed, $failed failed, $skipped skipped (RSA or vectors absent)"
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+
+# Stage 2: type-check what is Apple-only and cannot run here — SesameApple, the Security RSA shim, the CryptoKit
+# backend in its Apple configuration (CommonCrypto, Security) and Sesame without the Linux C modules (the
+# URLSession transport as the platform's) — against the stand-in declarations in Checks/AppleStubs.
+stubs=$root/.build/apple-stubs
+mkdir -p "$stubs"
+modules=$check/.build/debug/Modules
+crypto_includes=(-Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSL/include"
+    -Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSLShims/include")
+cp "$modules/Crypto.swiftmodule" "$modules/CryptoBoringWrapper.swiftmodule" "$stubs/"
+for stub in Security CommonCrypto AuthenticationServices CryptoKit; do
+    swiftc -emit-module -parse-as-library -swift-version 5 -module-name "$stub" -I "$stubs" "${crypto_includes[@]}" \
+        "$root/Checks/AppleStubs/$stub.swift" -emit-module-path "$stubs/$stub.swiftmodule"
+done
+swift build --target SesameApple -j 2 >/dev/null  # the main package's Sesame and SesameJOSE modules
+package_name=$(basename "$root" | tr '[:upper:]' '[:lower:]')
+flags=(-typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny
+    -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility
+    -package-name "$package_name" -I "$stubs" "${crypto_includes[@]}")
+main_modules=(-I "$root/.build/debug/Modules" -Xcc "-fmodule-map-file=$root/Sources/CSesameOpenSSL/module.modulemap")
+typecheck() {  # name, then swiftc arguments
+    local name=$1
+    shift
+    local out
+    out=$(swiftc "${flags[@]}" "$@" 2>&1 | grep -E "error|warning" || true)
+    if [ -n "$out" ]; then
+        echo "$out"
+        echo "check-apple-backend.sh: $name does not type-check against the Apple stand-ins"
+        exit 1
+    fi
+    echo "check-apple-backend.sh: type-checked $name against the Apple stand-ins"
+}
+mapfile -t jose_sources < <(find "$root/Sources/SesameJOSE" -name '*.swift')
+typecheck "SesameJOSE (CryptoKit + CommonCrypto + Security RSA)" -module-name SesameJOSE "${jose_sources[@]}"
+mapfile -t sesame_sources < <(find "$root/Sources/Sesame" -name '*.swift')
+typecheck "Sesame (URLSession transport, no libcurl or libsecret)" -module-name Sesame "${main_modules[@]}" \
+    "${sesame_sources[@]}"
+typecheck "SesameApple" -module-name SesameApple -D SESAME_APPLE_TYPECHECK "${main_modules[@]}" \
+    -Xcc "-fmodule-map-file=$root/Sources/CSesameCurl/module.modulemap" \
+    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameSecret.build/module.modulemap" "$root"/Sources/SesameApple/*.swift
+echo "check-apple-backend.sh: only a Mac can check: Apple's runtime behaviour (Keychain, Secure Enclave, CryptoKit,"
+echo "  Security RSA, ASWebAuthenticationSession), the stand-ins' fidelity, and the os(iOS/macOS) branches"

@@ -18,5 +18,17 @@ for file in $(find Sources -name '*.swift' -not -path 'Sources/SesameApple/*'); 
         status=1
     fi
 done
+# The manifest declares swift-tools-version 6.0 and iOS 16 / macOS 13; only a 6.3 compiler runs here, so refuse the
+# language features and APIs that a newer compiler or OS accepts but the declared floor does not (README, Platforms).
+floor='isolated[[:space:]]+deinit|nonisolated\(nonsending\)|@concurrent|InlineArray|MutableSpan|RawSpan|\bSpan<|weak[[:space:]]+let|@abi\(|^[[:space:]]*(public |package |internal )?import[[:space:]]+Synchronization|\bMutex<|\bAtomic<|func[[:space:]]+`[^`]*[[:space:]][^`]*`'
+if grep -rnE "$floor" Sources --include='*.swift' | grep -v '^[^:]*:[0-9]*:[[:space:]]*//'; then
+    echo "check-portability.sh: the lines above need a newer Swift or OS than Package.swift declares"
+    status=1
+fi
+# Trailing commas in argument and parameter lists are Swift 6.1.
+for file in $(find Sources Tests Benchmarks -name '*.swift'); do
+    awk -v file="$file" 'prev ~ /,[ \t]*$/ && $0 ~ /^[ \t]*\)/ { printf "%s:%d: a trailing comma before ) needs Swift 6.1\n", file, NR; bad = 1 }
+        { prev = $0 } END { exit bad }' "$file" || status=1
+done
 [ $status -eq 0 ] && echo "check-portability.sh: clean"
 exit $status

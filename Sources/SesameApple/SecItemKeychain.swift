@@ -5,8 +5,9 @@
     public import Sesame
     public import Security
 
+    // @unchecked: SecAccessControl is an immutable CF object, safe to share (the SDK does not mark it Sendable).
     /// ``KeychainBackend`` over Security's `SecItem` functions (generic-password items).
-    public struct SecItemKeychain: KeychainBackend {
+    public struct SecItemKeychain: KeychainBackend, @unchecked Sendable {
         private let accessControl: SecAccessControl?
 
         /// Creates the backend; `accessControl` guards items added with ``KeychainQuery/usesAccessControl``.

@@ -2,15 +2,15 @@
 // make a key, how a locked device or a restored backup is handled — all of it is KeychainDPoPKeyStore's portable
 // logic, tested on Linux with SesameTesting's EmulatedSecureEnclave; this file only creates, reopens and signs.
 #if canImport(CryptoKit) && canImport(Security)
-    public import CryptoKit
+    import CryptoKit
     public import Foundation
+    public import Security
     public import Sesame
     public import SesameJOSE
 
+    // @unchecked: SecAccessControl is an immutable CF object, safe to share.
     /// ``HardwareKeyBackend`` over the Secure Enclave: non-exportable P-256 keys; the handle is CryptoKit's
     /// `dataRepresentation` (an encrypted blob only this device's enclave can use).
-    @available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
-    // @unchecked: SecAccessControl is an immutable CF object, safe to share.
     public struct SecureEnclaveKeys: HardwareKeyBackend, @unchecked Sendable {
         /// The keys' access control: by default usable after first unlock on this device, with no user prompt
         /// (a refresh in the background must be able to sign).
@@ -32,7 +32,7 @@
                 guard
                     let made = SecAccessControlCreateWithFlags(
                         nil, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, .privateKeyUsage, &error)
-                else { throw error.map { $0.takeRetainedValue() as Error } ?? CocoaError(.featureUnsupported) }
+                else { throw error.map { $0.takeRetainedValue() as any Error } ?? CocoaError(.featureUnsupported) }
                 control = made
             }
             let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: control)
@@ -77,7 +77,6 @@
         ///   - accessGroup: the Keychain access group shared with extensions, if any.
         ///   - secureEnclave: use the Secure Enclave when available (default true).
         /// - Returns: the store.
-        @available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
         public static func keychain(service: String, accessGroup: String? = nil, secureEnclave: Bool = true)
             -> KeychainDPoPKeyStore
         {

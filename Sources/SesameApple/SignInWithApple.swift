@@ -3,7 +3,8 @@
 // (SignInWithAppleNonce) is portable and tested on Linux.
 #if canImport(AuthenticationServices) && !os(watchOS)
     public import AuthenticationServices
-    public import Sesame
+    public import Foundation
+    import Sesame
 
     /// What Sign in with Apple returns, ready for your backend's exchange.
     public struct AppleIDSignInResult: Sendable {
@@ -50,29 +51,38 @@
         /// The window to present from.
         public func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor { anchor }
 
+        // The delegate protocol is not main-actor isolated, though AuthenticationServices calls it on the main
+        // thread: the callbacks are nonisolated and step onto the main actor (checked at run time).
+
         /// Delivers the credential.
-        public func authorizationController(
+        public nonisolated func authorizationController(
             controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization
         ) {
-            guard let credential = authorization.credential as? ASAuthorizationAppleIDCredential,
-                let data = credential.identityToken, let token = String(data: data, encoding: .utf8)
-            else {
-                continuation?.resume(throwing: AuthError(.invalidResponse, "Apple returned no identity token"))
+            let credential = authorization.credential as? ASAuthorizationAppleIDCredential
+            let token = credential?.identityToken.flatMap { String(data: $0, encoding: .utf8) }
+            let user = credential?.user
+            let email = credential?.email
+            MainActor.assumeIsolated {
+                guard let token, let user else {
+                    continuation?.resume(throwing: AuthError(.invalidResponse, "Apple returned no identity token"))
+                    continuation = nil
+                    return
+                }
+                continuation?.resume(
+                    returning: AppleIDSignInResult(identityToken: token, rawNonce: nonce.raw, user: user, email: email))
                 continuation = nil
-                return
             }
-            continuation?.resume(
-                returning: AppleIDSignInResult(
-                    identityToken: token, rawNonce: nonce.raw, user: credential.user, email: credential.email))
-            continuation = nil
         }
 
         /// Delivers the error.
-        public func authorizationController(
+        public nonisolated func authorizationController(
             controller: ASAuthorizationController, didCompleteWithError error: any Error
         ) {
-            continuation?.resume(throwing: error)
-            continuation = nil
+            let failure = error as NSError  // Sendable, unlike `any Error`
+            MainActor.assumeIsolated {
+                continuation?.resume(throwing: failure)
+                continuation = nil
+            }
         }
     }
 #endif

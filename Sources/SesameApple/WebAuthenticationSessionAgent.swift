@@ -1,7 +1,7 @@
 // The Apple user agent for OpenID Connect sign-in: a thin shim over ASWebAuthenticationSession. Everything it
 // drives (the request, the redirect checks, the exchange) is the portable OIDCAuthProvider, tested on Linux; this
 // file only presents the page and hands back the redirect URL.
-#if canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS))
+#if canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS) || SESAME_APPLE_TYPECHECK)
     public import AuthenticationServices
     public import Foundation
     public import Sesame
@@ -34,7 +34,10 @@
                     "WebAuthenticationSessionAgent needs a private-use redirect scheme (com.example.app:/oauth)")
             }
             return try await withCheckedThrowingContinuation { continuation in
-                let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) { callback, error in
+                // @Sendable: the system calls this on a queue of its own; a closure inferred main-actor isolated
+                // (it is written in a main-actor method) would trap there at its entry check.
+                let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) {
+                    @Sendable callback, error in
                     if let callback {
                         continuation.resume(returning: callback)
                     } else if let error = error as? ASWebAuthenticationSessionError, error.code == .canceledLogin {

@@ -1,0 +1,93 @@
+// Stand-in declarations of AuthenticationServices (ASWebAuthenticationSession, Sign in with Apple) for
+// type-checking only. The presentation-context protocols are main-actor isolated, as in Apple's SDK (UI actor);
+// the authorization delegate is not, and the session's completion handler is a plain closure, which the system
+// calls on a queue of its own.
+import Foundation
+
+/// UIWindow / NSWindow on Apple platforms.
+open class ASPresentationAnchor: NSObject {}
+
+private func stub() -> Never { fatalError("Apple stand-in: type-checking only") }
+
+@MainActor public protocol ASWebAuthenticationPresentationContextProviding: NSObjectProtocol {
+    func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor
+}
+
+public struct ASWebAuthenticationSessionError: Error, Hashable {
+    public enum Code: Int, Sendable {
+        case canceledLogin = 1
+        case presentationContextNotProvided = 2
+        case presentationContextInvalid = 3
+    }
+    public var code: Code
+}
+
+open class ASWebAuthenticationSession: NSObject {
+    public typealias CompletionHandler = (URL?, (any Error)?) -> Void
+    public init(url URL: URL, callbackURLScheme: String?, completionHandler: @escaping CompletionHandler) { stub() }
+    open weak var presentationContextProvider: (any ASWebAuthenticationPresentationContextProviding)?
+    open var prefersEphemeralWebBrowserSession: Bool = false
+    open func start() -> Bool { stub() }
+    open func cancel() { stub() }
+}
+
+open class ASAuthorization: NSObject {
+    public struct Scope: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let email = Scope(rawValue: "email")
+        public static let fullName = Scope(rawValue: "full_name")
+    }
+    open var credential: any ASAuthorizationCredential { stub() }
+}
+
+public protocol ASAuthorizationCredential: NSObjectProtocol {}
+
+open class ASAuthorizationRequest: NSObject {}
+
+open class ASAuthorizationOpenIDRequest: ASAuthorizationRequest {
+    open var requestedScopes: [ASAuthorization.Scope]?
+    open var state: String?
+    open var nonce: String?
+}
+
+open class ASAuthorizationAppleIDRequest: ASAuthorizationOpenIDRequest {
+    open var user: String?
+}
+
+open class ASAuthorizationAppleIDProvider: NSObject {
+    public override init() { stub() }
+    open func createRequest() -> ASAuthorizationAppleIDRequest { stub() }
+}
+
+open class ASAuthorizationAppleIDCredential: NSObject, ASAuthorizationCredential {
+    open var user: String { stub() }
+    open var identityToken: Data? { stub() }
+    open var authorizationCode: Data? { stub() }
+    open var email: String? { stub() }
+}
+
+public protocol ASAuthorizationControllerDelegate: NSObjectProtocol {
+    func authorizationController(
+        controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization)
+    func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error)
+}
+
+extension ASAuthorizationControllerDelegate {
+    // Optional in Objective-C.
+    public func authorizationController(
+        controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization
+    ) {}
+    public func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error) {}
+}
+
+@MainActor public protocol ASAuthorizationControllerPresentationContextProviding: NSObjectProtocol {
+    func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor
+}
+
+open class ASAuthorizationController: NSObject {
+    public init(authorizationRequests: [ASAuthorizationRequest]) { stub() }
+    open weak var delegate: (any ASAuthorizationControllerDelegate)?
+    open weak var presentationContextProvider: (any ASAuthorizationControllerPresentationContextProviding)?
+    open func performRequests() { stub() }
+}
