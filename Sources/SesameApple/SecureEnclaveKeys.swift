@@ -41,6 +41,8 @@
 
         /// The enclave key behind `handle`; nil when this device's enclave cannot open it.
         public func p256Key(handle: Data) throws -> (any DPoPSigningKey)? {
+            // Opening a handle never prompts (signing does), so a handle this enclave refuses is the definitive
+            // case: another device's, or a reset enclave.
             guard let key = try? SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: handle) else { return nil }
             return try EnclaveKey(key)
         }

@@ -120,7 +120,7 @@ public final class DevServer: Sendable {
     /// Serialises key rotations.
     let rotationLock = NSLock()
     /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
-    let dpopProofs = LockedValue<[String: Int64]>([:])
+    let dpopProofs = LockedValue(DPoPReplayCache())
     /// OIDC access tokens whose signature and claims were verified, by their exact text, with their expiry.
     let verifiedAccessTokens = LockedValue<[String: (claims: JWTClaims, expiresAt: Date)]>([:])
 

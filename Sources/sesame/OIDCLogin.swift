@@ -139,15 +139,29 @@ enum OIDCLogin {
             tokens = try await provider.completeAuthorization(redirect: callback, pending: pending)
         }
         let previous = (try? profile.settings()).flatMap { $0 }
+        // The new key is staged beside the old one and takes its place only once the new tokens are stored: a
+        // sign-in that fails (a locked store) leaves the working session and its key as they were.
+        let staged = URL(fileURLWithPath: profile.dpopKeyURL.path + ".new")
         if let dpopKey {
-            try SecureFile.write(Data(dpopKey.jsonValue(includingPrivate: true).jsonBytes), to: profile.dpopKeyURL)
-        } else {
-            unlink(profile.dpopKeyURL.path)
+            try SecureFile.write(Data(dpopKey.jsonValue(includingPrivate: true).jsonBytes), to: staged)
         }
         let settings = Profile.OIDCSettings(
             clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: metadata, dpop: dpopKey != nil)
-        try await AuthSession(provider: provider(settings, dpopKey: dpopKey), store: store, profile: profile.name)
-            .signIn(with: tokens)
+        do {
+            try await AuthSession(provider: provider(settings, dpopKey: dpopKey), store: store, profile: profile.name)
+                .signIn(with: tokens)
+        } catch {
+            unlink(staged.path)
+            throw error
+        }
+        if dpopKey != nil {
+            guard rename(staged.path, profile.dpopKeyURL.path) == 0 else {
+                unlink(staged.path)
+                throw CLIError(status: .failure, code: "io", message: "cannot write \(profile.dpopKeyURL.path)")
+            }
+        } else {
+            unlink(profile.dpopKeyURL.path)
+        }
         try profile.save(
             Profile.Settings(
                 kind: "oidc", baseURL: issuer.absoluteString, store: kind, origins: resources,

@@ -71,7 +71,7 @@ struct Profile {
 
     /// A small regular file of this user that nobody else can read or write, never through a symbolic link.
     static func readPrivateFile(_ url: URL) -> Data? {
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var info = stat()
@@ -81,12 +81,19 @@ struct Profile {
         return handle.readDataToEndOfFile()
     }
 
-    /// The profile's DPoP key; nil when it is missing, readable by others, or not a private key — then the
-    /// session finds the tokens bound to a key it does not have, ends, and asks to sign in again
-    /// (`dpop_key_mismatch`), never sending them as Bearer.
-    func dpopKey() -> JWK? {
+    /// The profile's DPoP key; nil only when the file does not exist — then the session finds the tokens bound
+    /// to a key it does not have, ends (revoking them), and asks to sign in again (`dpop_key_mismatch`).
+    ///
+    /// - Throws: ``CLIError`` `dpop_key_unreadable` (exit 1, the credentials kept) for a file that exists but is
+    ///   not a private key only this user can read: a mode or a read error is no reason to end the session.
+    func dpopKey() throws -> JWK? {
+        if access(dpopKeyURL.path, F_OK) != 0, errno == ENOENT { return nil }
         guard let data = Self.readPrivateFile(dpopKeyURL), let key = try? JWK(json: data), key.isPrivate else {
-            return nil
+            throw CLIError(
+                status: .failure, code: "dpop_key_unreadable",
+                message:
+                    "the DPoP key of profile \(name) (\(dpopKeyURL.path)) is not a private key file only you can read "
+                    + "(mode 0600, a regular file); fix it, or log in again")
         }
         return key
     }
@@ -107,7 +114,7 @@ struct Profile {
         } catch let error as AuthError {
             throw CLIError(status: .failure, code: "insecure_profile", message: error.message)
         }
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             throw CLIError(
                 status: .failure, code: errno == ELOOP ? "insecure_profile" : "io",

@@ -20,6 +20,8 @@ enum SessionCommands {
         let base: URL
         /// The profile's DPoP key, for a DPoP profile.
         var dpop: JWK?
+        /// Why the DPoP key could not be read (a command that uses the tokens throws it; logout does not need it).
+        var dpopProblem: CLIError?
 
         /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
         init(_ arguments: ParsedArguments) throws {
@@ -63,12 +65,22 @@ enum SessionCommands {
                 }
                 // A DPoP profile needs its key; without it the session refuses the bound tokens (sign in again),
                 // and they are never sent as Bearer. Logout still revokes them (revocation needs no proof).
-                dpop = oidc.dpop == true ? profile.dpopKey() : nil
+                do {
+                    dpop = oidc.dpop == true ? try profile.dpopKey() : nil
+                } catch let error as CLIError {
+                    dpopProblem = error
+                }
                 provider = OIDCLogin.provider(oidc, dpopKey: dpop)
             } else {
                 provider = RESTAuthProvider(baseURL: base)
             }
             session = AuthSession(provider: provider, store: store, profile: profile.name)
+        }
+
+        /// This context, or the DPoP key's problem (every command that uses the tokens needs the key).
+        func withUsableKey() throws -> Context {
+            if let dpopProblem { throw dpopProblem }
+            return self
         }
 
         var client: AuthorizedClient {
@@ -136,7 +148,7 @@ enum SessionCommands {
 
     static func token(_ arguments: ParsedArguments) async throws {
         try arguments.noPositionals()
-        let context = try Context(arguments)
+        let context = try Context(arguments).withUsableKey()
         let tokens =
             arguments.flag("--force-refresh")
             ? try await context.session.forceRefresh() : try await context.session.validTokens()
@@ -151,7 +163,7 @@ enum SessionCommands {
 
     static func status(_ arguments: ParsedArguments) async throws {
         try arguments.noPositionals()
-        let context = try Context(arguments)
+        let context = try Context(arguments).withUsableKey()
         guard let tokens = try await context.session.currentTokens else {
             throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")
         }
@@ -199,7 +211,7 @@ enum SessionCommands {
             throw CLIError.usage(
                 "request needs a PATH (resolved against the profile's server) or a URL", command: arguments.command)
         }
-        let context = try Context(arguments)
+        let context = try Context(arguments).withUsableKey()
         var headers = SesameHTTP.Headers()
         for header in arguments.values("--header") {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
@@ -282,8 +294,11 @@ enum SessionCommands {
             guard let provider = context.provider as? OIDCAuthProvider else {
                 throw CLIError.usage("--end-session is for OpenID Connect profiles", command: arguments.command)
             }
-            // Printed before the tokens go: the URL carries the ID token as id_token_hint.
-            if let tokens = try? await context.session.currentTokens, let url = provider.endSessionURL(for: tokens) {
+            // Printed before the tokens go: the URL carries the ID token as id_token_hint. Read from the store
+            // directly: a session check (a lost DPoP key) must not delete them before they are revoked.
+            if let tokens = try? await context.store.load(profile: context.profile.name),
+                let url = provider.endSessionURL(for: tokens)
+            {
                 print(url.absoluteString)
                 OIDCLogin.openInBrowser(url, quiet: true)
             } else {

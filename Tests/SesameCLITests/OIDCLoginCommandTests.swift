@@ -178,7 +178,14 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
         try Self.dpopSignIn(server: server, environment: environment)
-        try FileManager.default.removeItem(at: folder.appendingPathComponent("credentials/default.dpop.jwk"))
+        let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")
+        // A key file others can read is an error to fix, not a lost key: the session is kept.
+        chmod(keyFile.path, 0o644)
+        let exposed = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(exposed.status == 1 && exposed.stderr.contains("dpop_key_unreadable"), "\(exposed.stderr)")
+        chmod(keyFile.path, 0o600)
+        #expect(try CLIRunner.run(["request", "/userinfo"], environment: environment).status == 0)
+        try FileManager.default.removeItem(at: keyFile)
         let status = try CLIRunner.run(["status"], environment: environment)
         #expect(status.status == 3 && status.stderr.contains("dpop_key_mismatch"), "\(status.stderr)")
         let logout = try CLIRunner.run(["logout"], environment: environment)

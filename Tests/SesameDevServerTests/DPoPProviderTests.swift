@@ -191,3 +191,22 @@ import Testing
         #expect(me.header("DPoP-Nonce") != nil)
     }
 }
+
+@Suite struct DPoPReplayCacheTests {
+    @Test("the replay cache refuses a replay, refuses a flooding key alone, and refuses rather than forgets when full")
+    func boundedPerKey() {
+        var cache = DPoPReplayCache(capacity: 10, perKeyCapacity: 4)
+        for index in 0..<4 { #expect(cache.insert(jti: "j\(index)", key: "flood", expiring: 100, now: 0) == nil) }
+        #expect(cache.insert(jti: "j0", key: "flood", expiring: 100, now: 0) == "this DPoP proof was already used")
+        #expect(cache.insert(jti: "j9", key: "flood", expiring: 100, now: 0)?.contains("this DPoP key") == true)
+        #expect(cache.insert(jti: "j0", key: "victim", expiring: 100, now: 0) == nil, "another key is unaffected")
+        for key in ["a", "b", "c", "d", "e"] {
+            _ = cache.insert(jti: "x", key: key, expiring: 100, now: 0)
+        }
+        #expect(cache.insert(jti: "y", key: "f", expiring: 100, now: 0)?.contains("too many") == true)
+        #expect(cache.insert(jti: "j0", key: "victim", expiring: 100, now: 0) != nil, "still a replay when full")
+        // After expiry everything is forgotten, the flooding key included.
+        #expect(cache.insert(jti: "j9", key: "flood", expiring: 300, now: 200) == nil)
+        #expect(cache.insert(jti: "y", key: "f", expiring: 300, now: 200) == nil)
+    }
+}

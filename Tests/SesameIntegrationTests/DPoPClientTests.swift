@@ -106,7 +106,13 @@ import Testing
                 #expect(error.code == .dpopKeyMismatch && error.requiresReauthentication, "\(what): \(error)")
             }
             await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
-            #expect(transport.requests.isEmpty, "\(what): \(transport.requests.map(\.url))")
+            // Only revocation went out (best effort: the grant must not outlive its key); nothing carried a token
+            // as a credential.
+            #expect(!transport.requests.isEmpty, "\(what): the grant was revoked")
+            for request in transport.requests {
+                #expect(request.url == metadata.revocationEndpoint, "\(what): \(request.url)")
+                #expect(request.headers["Authorization"] == nil && request.headers["DPoP"] == nil)
+            }
             #expect(try await store.load(profile: "default") == nil, "unusable credentials are gone")
             var iterator = events.makeAsyncIterator()
             #expect(await iterator.next() == .signedOut(.dpopKeyLost))
@@ -198,6 +204,38 @@ import Testing
         let pending = try await provider.authorizationRequest()
         let items = URLComponents(url: pending.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
         #expect(items.contains { $0.name == "dpop_jkt" && $0.value == key.thumbprint })
+    }
+
+    @Test("UserInfo without a DPoP key never sends DPoP-bound tokens as Bearer")
+    func userInfoNeverBearer() async throws {
+        var metadata = OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        metadata.userInfoEndpoint = URL(string: "https://as.example/userinfo")
+        let transport = ScriptedTransport()
+        let provider = OIDCAuthProvider(
+            metadata: metadata, configuration: .init(clientID: "c", redirectURI: "https://app.example/cb"),
+            transport: transport)
+        for tokens in [
+            TokenSet(accessToken: "a", tokenType: "DPoP"), TokenSet(accessToken: "a", dpopKeyThumbprint: "jkt"),
+        ] {
+            await #expect(throws: AuthError.self) { _ = try await provider.userInfo(for: tokens) }
+        }
+        #expect(transport.requests.isEmpty)
+    }
+
+    @Test("a DPoP-Nonce that is not NQCHAR (control characters, a quote, over 1 KiB) is never echoed nor retried")
+    func hostileNonces() async throws {
+        for nonce in ["a\u{1}b", "a\"b", String(repeating: "n", count: 2000)] {
+            let fixture = try FAPI2DPoPClientTests.Fixture()
+            _ = try await fixture.signIn()
+            fixture.transport.enqueue(
+                .json(401, "{}", headers: ["WWW-Authenticate": #"DPoP error="use_dpop_nonce""#, "DPoP-Nonce": nonce]),
+                .json(200, "{}"))
+            let response = try await fixture.api.send(SesameHTTP.Request(method: "GET", url: fixture.resource))
+            #expect(response.status == 401 && fixture.transport.requests.count == 1)
+            #expect(fixture.provider.dpopNonces.nonce(for: fixture.resource) == nil)
+        }
     }
 
     @Test("DPOP-08: a key whose algorithm the provider does not list is refused before anything is sent")

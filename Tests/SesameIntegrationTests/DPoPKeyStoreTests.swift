@@ -113,6 +113,23 @@ import Testing
         } catch let error as AuthError {
             #expect(error.code == .storeUnavailable)
         }
+        // A key that exists but cannot be opened right now (a busy enclave, a cancelled prompt) is not "no key":
+        // replacing it would end the session for nothing.
+        enclave.setFailing(false)
+        let original = try await store.keyCreatingIfNeeded(profile: "default")
+        enclave.setFailing(true)
+        for attempt in 0..<2 {
+            do {
+                _ =
+                    attempt == 0
+                    ? try await store.key(profile: "default") : try await store.keyCreatingIfNeeded(profile: "default")
+                Issue.record("a failing enclave answered")
+            } catch let error as AuthError {
+                #expect(error.code == .storeUnavailable)
+            }
+        }
+        enclave.setFailing(false)
+        #expect(try await store.key(profile: "default")?.thumbprint == original.thumbprint)
     }
 
     @Test(

@@ -91,6 +91,26 @@ import Testing
 }
 
 @Suite struct DPoPKeyHygieneTests {
+    @Test("a proof carrying an RSA key over 4096 bits is refused before the key is imported (a CPU-cost attack)")
+    func hugeRSAKey() throws {
+        let modulus = Base64URL.encode([0xC1] + JOSECrypto.randomBytes(2047) + [0x01])  // 16384 bits, odd
+        let header = #"{"alg":"RS256","typ":"dpop+jwt","jwk":{"kty":"RSA","e":"AQAB","n":"\#(modulus)"}}"#
+        let claims = #"{"htm":"POST","htu":"https://server.example.com/token","iat":1800000000,"jti":"j"}"#
+        let proof =
+            Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8)) + "."
+            + Base64URL.encode(JOSECrypto.randomBytes(64))
+        var verifier = DPoPProofVerifier()
+        verifier.maxProofSize = 16 * 1024
+        do {
+            _ = try verifier.verify(
+                proof, method: "POST", url: try #require(URL(string: "https://server.example.com/token")),
+                now: Date(timeIntervalSince1970: 1_800_000_000))
+            Issue.record("a 16384-bit proof key was accepted")
+        } catch let error as JOSEError {
+            #expect(error.code == .weakKey)
+        }
+    }
+
     @Test(
         "a proof whose jwk carries any private member (p, q without d) is refused; dump() of a key shows no material",
         .needsRSA)

@@ -74,7 +74,9 @@ public protocol HardwareKeyBackend: Sendable {
     /// A new non-exportable P-256 key and the opaque handle to keep for it (an encrypted blob only this device's
     /// hardware can use; not a secret by itself, but kept in the Keychain all the same).
     func createP256Key() throws -> (key: any DPoPSigningKey, handle: Data)
-    /// The key behind `handle`; nil when this device cannot use it (another device's, or the hardware was reset).
+    /// The key behind `handle`; nil only when this device can never use it (another device's, or the hardware
+    /// was reset). Throw for anything that may pass (a cancelled prompt, a busy enclave): the store then reports
+    /// ``AuthError/Code/storeUnavailable`` instead of replacing the key.
     func p256Key(handle: Data) throws -> (any DPoPSigningKey)?
 }
 
@@ -140,10 +142,21 @@ public struct KeychainDPoPKeyStore: DPoPKeyStore {
             guard let handle = item.handle else {
                 throw AuthError(.storeCorrupt, "the DPoP key's Keychain item has no Secure Enclave handle")
             }
-            guard let hardware, hardware.isAvailable,
-                let key = try? hardware.p256Key(handle: handle), let signer = try? DPoPSigner(signingKey: key)
-            else { return nil }  // this device cannot use it: the tokens bound to it are lost
-            return signer
+            // No enclave, or one that does not know the handle: the key is gone for good (another device, a reset
+            // enclave), and so are the tokens bound to it. Any other failure is no reason to replace the key.
+            guard let hardware, hardware.isAvailable else { return nil }
+            let key: (any DPoPSigningKey)?
+            do {
+                key = try hardware.p256Key(handle: handle)
+            } catch {
+                throw AuthError(.storeUnavailable, "the Secure Enclave could not open the DPoP key; try again later")
+            }
+            guard let key else { return nil }
+            do {
+                return try DPoPSigner(signingKey: key, checkingSignature: false)  // checked when it was made
+            } catch {
+                throw AuthError(.storeCorrupt, "the Secure Enclave key does not fit the DPoP key's Keychain item")
+            }
         case "jwk":
             guard let text = item.jwk, let key = try? JWK(json: text), key.isPrivate,
                 let signer = try? DPoPSigner(key: key)

@@ -70,7 +70,7 @@ public struct FileTokenStore: TokenStore {
     ///
     /// A file that others can read is made 0600 first.
     private static func readRegularFile(_ path: String) throws -> (Data, (device: UInt64, inode: UInt64))? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             if errno == ELOOP {

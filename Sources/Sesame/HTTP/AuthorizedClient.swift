@@ -211,6 +211,8 @@ public struct AuthorizedClient: Sendable {
             let outgoing = credentialed ? try await authenticate(&exchange) : exchange.request
             let response = try await transport.send(outgoing)
             if let next = try redirect(exchange, response) {
+                // A nonce belongs to the origin that gave it (RFC 9449 §8): none carries over to another.
+                if SesameHTTP.Origin(next.url) != SesameHTTP.Origin(exchange.request.url) { exchange.nonce = nil }
                 exchange.request = next
                 exchange.redirects += 1
                 if !mayReceiveCredentials(next.url) { exchange.mayCarryCredentials = false }

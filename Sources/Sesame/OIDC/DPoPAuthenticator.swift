@@ -14,10 +14,19 @@ public final class DPoPNonces: Sendable {
         return nonces.withLock { $0[origin] }
     }
 
-    /// Remembers `nonce` for `url`'s origin (at most 64 origins).
+    /// Whether `nonce` is one a proof may carry: RFC 9449 §8.1 NQCHAR (printable ASCII but `"` and `\`), 1 to
+    /// 1024 bytes.
+    public static func isAcceptable(_ nonce: String) -> Bool {
+        !nonce.isEmpty && nonce.utf8.count <= 1024
+            && nonce.utf8.allSatisfy {
+                $0 >= 0x21 && $0 <= 0x7E && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+            }
+    }
+
+    /// Remembers `nonce` for `url`'s origin (at most 64 origins); a nonce that is not ``isAcceptable(_:)`` is
+    /// ignored.
     public func remember(_ nonce: String, for url: URL) {
-        guard let origin = SesameHTTP.Origin(url)?.description, PrintableText.isClean(nonce), nonce.utf8.count <= 1024
-        else { return }
+        guard let origin = SesameHTTP.Origin(url)?.description, Self.isAcceptable(nonce) else { return }
         nonces.withLock { table in
             if table.count >= 64, table[origin] == nil { table.removeAll() }
             table[origin] = nonce
@@ -96,7 +105,7 @@ public struct DPoPAuthenticator: Authenticator {
 
     /// Remembers a `DPoP-Nonce`; `use_dpop_nonce` → retry with it; an invalid token → refresh and retry.
     public func classify(_ response: SesameHTTP.Response, for request: SesameHTTP.Request) -> AuthenticationVerdict {
-        let nonce = response.header("DPoP-Nonce")
+        let nonce = response.header("DPoP-Nonce").flatMap { DPoPNonces.isAcceptable($0) ? $0 : nil }
         if let nonce { nonces.remember(nonce, for: request.url) }
         guard response.status == 401 else { return .done }
         let challenges = response.challenges.filter { $0.isScheme("DPoP") }

@@ -361,9 +361,9 @@ public struct OIDCAuthProvider: AuthProvider {
             }
             response = attempt
         } else {
-            var bearer = request
-            bearer.headers["Authorization"] = "Bearer \(tokens.accessToken)"
-            response = try await transport.send(bearer)
+            // BearerAuthenticator refuses DPoP-bound tokens: they are never sent as Bearer.
+            response = try await transport.send(
+                try await BearerAuthenticator().authenticate(request, context: AuthenticationContext(tokens: tokens)))
         }
         guard response.status == 200 else { throw Self.failure(response, "UserInfo refused the request") }
         guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue else {
@@ -462,7 +462,7 @@ public struct OIDCAuthProvider: AuthProvider {
             let proof = try dpopSigner.proof(
                 method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
             let response = try await postForm(url, pairs, headers: ["DPoP": proof])
-            let nonce = response.header("DPoP-Nonce")
+            let nonce = response.header("DPoP-Nonce").flatMap { DPoPNonces.isAcceptable($0) ? $0 : nil }
             if let nonce { dpopNonces.remember(nonce, for: url) }
             if !retried, nonce != nil, response.status == 400, ServerErrorResponse(response)?.error == "use_dpop_nonce"
             {

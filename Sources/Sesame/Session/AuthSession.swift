@@ -625,8 +625,8 @@ public actor AuthSession {
                 try provider.checkStoredCredentials(stored)
             } catch let error as AuthError {
                 // Unusable by this provider (bound to a key it does not have): the session ends here, before any
-                // request, and the credentials go — no request could ever use them.
-                _ = try? await endSession(.dpopKeyLost, deleting: stored, epoch: startedEpoch, cause: error)
+                // request that could use them, with the grant revoked and the credentials gone.
+                await endUnusable(stored, epoch: startedEpoch)
                 throw error
             }
             generation += 1
@@ -635,6 +635,31 @@ public actor AuthSession {
             state = .signedOut(nil)
         }
         broadcaster.yield(.loaded(signedIn: stored != nil))
+    }
+
+    /// Ends a session whose stored credentials this provider cannot use (a lost DPoP key): revokes them first,
+    /// best effort (revocation needs no proof, and the grant must not outlive the key it was bound to, which may
+    /// have leaked), then deletes them under the cross-process lock unless another sign-in replaced them meanwhile
+    /// — then the next call reads that one.
+    private func endUnusable(_ stored: TokenSet, epoch startedEpoch: Int) async {
+        try? await provider.signOut(stored)
+        let store = self.store
+        let profile = self.profile
+        let outcome = try? await store.withExclusiveAccess(profile: profile) { () async throws -> Bool in
+            guard let current = try await store.load(profile: profile) else { return true }
+            guard Self.same(current, stored) else { return false }  // a newer sign-in: not ours to delete
+            try await store.delete(profile: profile)
+            return true
+        }
+        guard epoch == startedEpoch, case .loading = state else { return }
+        if outcome == false { return }  // stay .loading: the next call reads the newer credentials
+        generation += 1
+        state = .signedOut(.dpopKeyLost)
+        if outcome == nil {
+            pendingDelete = stored
+            broadcaster.yield(.persistenceFailed)
+        }
+        broadcaster.yield(.signedOut(.dpopKeyLost))
     }
 
     /// A deletion that failed at sign-out (or at a definitive rejection) is retried — serialised with sign-in,

@@ -15,9 +15,6 @@ extension DevServer {
         case refused(HTTPServerResponse)
     }
 
-    /// Recent proofs remembered for replay detection.
-    static let dpopReplayCapacity = 100_000
-
     /// How long one nonce is current; the previous one is still accepted.
     static let dpopNonceWindow: Int64 = 300
 
@@ -61,17 +58,8 @@ extension DevServer {
             else { return refuse("use_dpop_nonce", "use the DPoP-Nonce this server sent") }
         }
         // A proof is good once (RFC 9449 §11.1): its jti is remembered for as long as the proof would be accepted.
-        let key = verified.thumbprint + " " + verified.jti
-        let outcome = dpopProofs.withLock { seen -> String? in
-            if seen[key] != nil { return "this DPoP proof was already used" }
-            if seen.count >= Self.dpopReplayCapacity {
-                // Purge only when full (not on every request), and refuse rather than forget: a full cache must
-                // never let a replay through.
-                seen = seen.filter { $0.value > time }
-                if seen.count >= Self.dpopReplayCapacity { return "too many recent DPoP proofs; retry in a minute" }
-            }
-            seen[key] = time + 70
-            return nil
+        let outcome = dpopProofs.withLock {
+            $0.insert(jti: verified.jti, key: verified.thumbprint, expiring: time + 70, now: time)
         }
         if let outcome { return refuse("invalid_dpop_proof", outcome) }
         return .valid(verified.thumbprint)
@@ -115,6 +103,48 @@ extension DevServer {
     static func presentedToken(_ request: HTTPServerRequest) -> (token: String, scheme: String)? {
         if let token = request.authorization(scheme: "DPoP") { return (token, "DPoP") }
         if let token = request.authorization(scheme: "Bearer") { return (token, "Bearer") }
+        return nil
+    }
+}
+
+/// The `jti`s of recently accepted proofs, per key (RFC 9449 §11.1), bounded in total and per key: it refuses
+/// rather than forgets when full (a replay must never get through), and one key flooding it is refused alone
+/// (`perKeyCapacity`) instead of locking every client out.
+package struct DPoPReplayCache {
+    private var byKey: [String: [String: Int64]] = [:]
+    private var count = 0
+    /// The most proofs remembered at once.
+    package let capacity: Int
+    /// The most proofs of one key remembered at once (a client makes a few a second).
+    package let perKeyCapacity: Int
+
+    package init(capacity: Int = 100_000, perKeyCapacity: Int = 10_000) {
+        self.capacity = capacity
+        self.perKeyCapacity = perKeyCapacity
+    }
+
+    /// Remembers `jti` of `key` until `expiry`; the refusal to send otherwise.
+    package mutating func insert(jti: String, key: String, expiring expiry: Int64, now: Int64) -> String? {
+        if byKey[key]?[jti] != nil { return "this DPoP proof was already used" }
+        if let entries = byKey[key], entries.count >= perKeyCapacity {
+            // Purge this key's expired proofs only when it is at its limit (not on every request).
+            let kept = entries.filter { $0.value > now }
+            count -= entries.count - kept.count
+            byKey[key] = kept
+            if kept.count >= perKeyCapacity { return "this DPoP key sent too many proofs; retry in a minute" }
+        }
+        if count >= capacity {
+            var total = 0
+            byKey = byKey.compactMapValues { entries in
+                let kept = entries.filter { $0.value > now }
+                total += kept.count
+                return kept.isEmpty ? nil : kept
+            }
+            count = total
+            if count >= capacity { return "too many recent DPoP proofs; retry in a minute" }
+        }
+        byKey[key, default: [:]][jti] = expiry
+        count += 1
         return nil
     }
 }

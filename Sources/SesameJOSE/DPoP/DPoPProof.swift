@@ -170,12 +170,14 @@ public struct DPoPSigner: Sendable {
 
     /// A signer for a key kept elsewhere (``DPoPSigningKey``).
     ///
-    /// One signature is made and verified with the public key here, so a key that answers in the wrong format
-    /// (DER instead of `R‖S`) or does not match its public half is refused at once, not by a server later.
+    /// With `checkingSignature` (the default) one signature is made and verified with the public key here, so a
+    /// key that answers in the wrong format (DER instead of `R‖S`) or does not match its public half is refused at
+    /// once, not by a server later. Skip it for a key already checked when it was made (a signature may cost a
+    /// user prompt).
     ///
     /// - Throws: ``JOSEError`` for a private or symmetric `publicKey`, an algorithm that does not fit it, or a key
     ///   whose test signature does not verify; what the key's ``DPoPSigningKey/signature(for:)`` throws.
-    public init(signingKey: any DPoPSigningKey) throws {
+    public init(signingKey: any DPoPSigningKey, checkingSignature: Bool = true) throws {
         let publicKey = signingKey.publicKey
         let algorithm = signingKey.algorithm
         guard !publicKey.isPrivate, publicKey.keyType != .octet, !algorithm.isSymmetric, publicKey.fits(algorithm)
@@ -183,6 +185,7 @@ public struct DPoPSigner: Sendable {
             throw JOSEError(.invalidKey, "a DPoP signing key needs an asymmetric public key that fits \(algorithm)")
         }
         try self.init(publicKey: publicKey, algorithm: algorithm, signer: .external(signingKey))
+        guard checkingSignature else { return }
         let probe = Array("sesame-dpop-key-check".utf8)
         guard Self.verifies(try sign(probe), probe, publicKey, algorithm) else {
             throw JOSEError(.signatureInvalid, "the DPoP signing key's signature does not verify with its public key")
@@ -282,6 +285,11 @@ public struct DPoPProofVerifier: Sendable {
     ///
     /// Default 8 KiB.
     public var maxProofSize = 8 * 1024
+    /// The largest RSA modulus an embedded `jwk` may have, checked before the key is imported: anyone can send a
+    /// proof, and importing (and checking) a 16384-bit key costs the server most of a second.
+    ///
+    /// Default 4096 bits.
+    public var maxRSAModulusBits = 4096
 
     /// A verifier with the defaults.
     public init() {}
@@ -330,6 +338,10 @@ public struct DPoPProofVerifier: Sendable {
         // Any private member at all (RFC 9449 §4.3: the key must not be a private key), not only `d`.
         if members.names.contains(where: { ["d", "p", "q", "dp", "dq", "qi", "oth", "k"].contains($0) }) {
             throw JOSEError(.invalidHeader, "the DPoP proof's jwk contains private key members", parameter: "jwk")
+        }
+        if let modulus = members["n"]?.stringValue, modulus.utf8.count > (maxRSAModulusBits + 5) / 6 + 1 {
+            throw JOSEError(
+                .weakKey, "the DPoP proof's RSA key is larger than \(maxRSAModulusBits) bits", parameter: "jwk")
         }
         let key = try JWK(json: embedded.jsonString, allowSymmetric: false)
         guard !key.isPrivate else {
