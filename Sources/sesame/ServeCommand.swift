@@ -80,7 +80,10 @@ enum ServeCommand {
             "--refresh-reuse-grace", value: "S",
             "seconds a rotated refresh token may come back without revoking its grant", default: "0"),
         OptionSpec("--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old"),
-        OptionSpec("--dpop-nonce", "demand DPoP nonces (use_dpop_nonce until a proof carries the current one)"),
+        OptionSpec(
+            "--dpop-nonce",
+            "demand DPoP nonces (use_dpop_nonce until a proof carries the current one); DPoP proofs are always accepted on /token, /par, /userinfo and /me"
+        ),
         OptionSpec(
             "--rp-test", value: "NAME",
             "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),

@@ -74,7 +74,7 @@ enum CommandTable {
             OptionSpec("--dpop", "bind the tokens to a new key of this profile (DPoP, RFC 9449)"),
             OptionSpec(
                 "--dpop-alg", value: "ALG",
-                "the DPoP key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default: ES256, or the first of these the provider lists)"
+                "the DPoP key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists)"
             ),
         ] + GlobalOptions.session,
         examples: [
@@ -90,7 +90,8 @@ enum CommandTable {
         words: ["token"], summary: "a valid access token on stdout, refreshed if needed", arguments: nil,
         discussion: """
             Prints the profile's access token, refreshing it first when it expires within a minute (or half its
-            lifetime). Several processes at once refresh once between them.
+            lifetime). Several processes at once refresh once between them. A DPoP profile's token (login --dpop)
+            works only with a proof of the profile's key: use 'sesame request', which sends both, not curl.
             """,
         options: [OptionSpec("--force-refresh", "refresh now, whatever the expiry"), GlobalOptions.json]
             + GlobalOptions.session,
@@ -111,7 +112,8 @@ enum CommandTable {
         discussion: """
             A PATH is resolved against the profile's server. Credentials go only to the profile's origins; a URL
             on any other origin is refused (exit 2), and a redirect to another origin is followed without them.
-            A 401 refreshes the session once and retries once.
+            A 401 refreshes the session once and retries once. A DPoP profile sends Authorization: DPoP with a
+            fresh proof of its key per request (and the server's nonce, retried once when it asks).
             """,
         options: [
             OptionSpec("--method", short: "-X", value: "METHOD", "the HTTP method", default: "GET, or POST with -d"),
