@@ -129,6 +129,29 @@ import Testing
         #expect(try await store.load(profile: "default") == nil)
     }
 
+    @Test("DPOP-04 DPOP-05: a nonce rotating mid-session is followed at the resource and at the token endpoint")
+    func nonceRotation() async throws {
+        let oidc = try OIDCClientHarness {
+            $0.dpopNonce = true
+            $0.accessTokenTTL = 3600
+        }
+        defer { oidc.stop() }
+        let provider = try await Self.provider(oidc, key: try JWK.generate(for: .es256))
+        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        try await signIn.signIn(with: FormUserAgent(harness: oidc))
+        let api = signIn.client(for: oidc.issuer)
+        #expect(try await api.send(.get("/userinfo")).status == 200)
+        let first = provider.dpopNonces.nonce(for: oidc.issuer)
+        oidc.clock.advance(by: 700)  // two nonce windows: the remembered nonce is refused now
+        #expect(try await api.send(.get("/userinfo")).status == 200, "one retry with the new nonce")
+        let second = provider.dpopNonces.nonce(for: oidc.issuer)
+        #expect(second != nil && second != first)
+        oidc.clock.advance(by: 700)
+        #expect(try await signIn.session.forceRefresh().tokenType == "DPoP", "the token endpoint's challenge too")
+        #expect(provider.dpopNonces.nonce(for: oidc.issuer) != second)
+        #expect(try await api.send(.get("/userinfo")).status == 200)
+    }
+
     @Test(
         "DPOP-05: a resource server's use_dpop_nonce is answered once with its nonce, then remembered for that origin")
     func resourceNonce() async throws {
