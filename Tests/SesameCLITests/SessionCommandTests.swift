@@ -1,4 +1,5 @@
 import Foundation
+import SesameTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -23,12 +24,7 @@ final class ServeProcess {
             process.standardError = FileHandle.nullDevice
         }
         try process.run()
-        var line = ""
-        while !line.hasSuffix("\n") {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            line += String(decoding: byte, as: UTF8.self)
-        }
+        let line = output.fileHandleForReading.readLineUnbuffered()
         guard let url = URL(string: line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw URLError(.badServerResponse)
         }

@@ -41,12 +41,7 @@ import Testing
             let errors = Pipe()
             process.standardError = errors
             try process.run()
-            var line = ""
-            while !line.hasSuffix("\n") {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty { break }
-                line += String(decoding: byte, as: UTF8.self)
-            }
+            let line = output.fileHandleForReading.readLineUnbuffered()
             guard line.hasPrefix("READY "),
                 let url = URL(string: String(line.dropFirst(6)).trimmingCharacters(in: .whitespacesAndNewlines))
             else {

@@ -49,12 +49,7 @@ import Testing
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
-            var line = ""
-            while !line.hasSuffix("\n") {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty { break }
-                line += String(decoding: byte, as: UTF8.self)
-            }
+            let line = output.fileHandleForReading.readLineUnbuffered()
             guard line.hasPrefix("ready "),
                 let url = URL(string: String(line.dropFirst(6)).trimmingCharacters(in: .whitespacesAndNewlines))
             else {

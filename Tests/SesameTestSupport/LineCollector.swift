@@ -20,3 +20,17 @@ package final class LineCollector: @unchecked Sendable {
         return collected
     }
 }
+
+extension FileHandle {
+    /// Reads one line (without its newline) byte by byte, so nothing after it is consumed; what was read when
+    /// the other end closes first.
+    package func readLineUnbuffered() -> String {
+        var line: [UInt8] = []
+        while true {
+            let byte = readData(ofLength: 1)
+            guard let value = byte.first, value != UInt8(ascii: "\n") else { break }
+            line.append(value)
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
+}

@@ -295,13 +295,13 @@
 
         // MARK: Signing
 
-        /// Hash, then `EVP_PKEY_sign` on a pooled context (nil when no context could be set up: the caller takes
-        /// the one-shot path).
+        /// Hash, then `EVP_PKEY_sign` on a pooled context (RSA and ECDSA); ECDSA signatures come back as the
+        /// fixed-length JWS `R‖S`.
         private func signDigest(_ message: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) throws(JOSEError)
-            -> [UInt8]?
+            -> [UInt8]
         {
             guard let context = borrowContext(algorithm, signing: true), let md = OpenSSLDigest.md(algorithm.hash)
-            else { return nil }
+            else { throw JOSEError(.cryptoFailure, "this key cannot sign with \(algorithm)") }
             defer { returnContext(context, algorithm, signing: true) }
             var signature = [UInt8](repeating: 0, count: max(Int(EVP_PKEY_get_size(pkey)), 1))
             var length = signature.count
@@ -330,53 +330,20 @@
 
         /// Signs `message`; ECDSA signatures come back as the fixed-length JWS `R‖S`.
         package func sign(_ message: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) throws(JOSEError) -> [UInt8] {
-            if algorithm.family != .eddsa, let signature = try signDigest(message, algorithm: algorithm) {
-                return signature
-            }
+            guard algorithm.family == .eddsa else { return try signDigest(message, algorithm: algorithm) }
+            // Ed25519 signs the message itself, in one shot.
             guard let mdctx = EVP_MD_CTX_new() else { throw JOSEError(.cryptoFailure, "out of memory") }
             defer { EVP_MD_CTX_free(mdctx) }
-            let mdName: String? =
-                switch algorithm.family {
-                case .eddsa: nil
-                default: OpenSSLDigest.name(algorithm.hash)
-                }
-            var pctx: OpaquePointer?
-            // The digest fetched once (by name per call costs a provider lookup on every signature).
-            let initialized =
-                if mdName != nil, let md = OpenSSLDigest.md(algorithm.hash) {
-                    EVP_DigestSignInit(mdctx, &pctx, md, nil, pkey)
-                } else {
-                    EVP_DigestSignInit_ex(mdctx, &pctx, mdName, nil, nil, pkey, nil)
-                }
-            guard initialized == 1 else {
+            guard EVP_DigestSignInit_ex(mdctx, nil, nil, nil, nil, pkey, nil) == 1 else {
                 ERR_clear_error()
                 throw JOSEError(.cryptoFailure, "this key cannot sign with \(algorithm)")
             }
-            if algorithm.family == .rsaPSS, let pctx {
-                guard EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1,
-                    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, Int32(algorithm.digestLength)) == 1
-                else { throw JOSEError(.cryptoFailure, "could not configure RSA-PSS") }
-            }
+            var signature = [UInt8](repeating: 0, count: 64)
+            var length = signature.count
             let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            // The largest signature this key makes (one call instead of a size query and a signature).
-            var length = Int(EVP_PKEY_get_size(pkey))
-            if length <= 0 {
-                guard EVP_DigestSign(mdctx, nil, &length, input, message.count) == 1 else {
-                    ERR_clear_error()
-                    throw JOSEError(.cryptoFailure, "signing failed")
-                }
-            }
-            var signature = [UInt8](repeating: 0, count: length)
-            guard EVP_DigestSign(mdctx, &signature, &length, input, message.count) == 1 else {
+            guard EVP_DigestSign(mdctx, &signature, &length, input, message.count) == 1, length == 64 else {
                 ERR_clear_error()
                 throw JOSEError(.cryptoFailure, "signing failed")
-            }
-            signature.removeSubrange(length...)
-            if algorithm.family == .ecdsa, let curve = algorithm.requiredCurve {
-                guard let raw = ECDSASignature.raw(fromDER: signature, curve: curve) else {
-                    throw JOSEError(.cryptoFailure, "libcrypto returned a malformed ECDSA signature")
-                }
-                return raw
             }
             return signature
         }
