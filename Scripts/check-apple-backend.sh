@@ -11,19 +11,32 @@
 # swift-asn1); without it the check is skipped with a notice and exits 0.
 #
 #   Scripts/check-apple-backend.sh            build and test
+#   Scripts/check-apple-backend.sh --mutation one byte of the backend's ES256 signatures flipped: must fail
 #   SESAME_VENDOR=/path/to/vendor Scripts/check-apple-backend.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 vendor=${SESAME_VENDOR:-$root/../shared/vendor}
 if [ ! -d "$vendor/swift-crypto" ] || [ ! -d "$vendor/swift-asn1" ]; then
-    echo "check-apple-backend.sh: NOTICE: $vendor/swift-crypto not found; the CryptoKit backend check is skipped"
+    echo "check-apple-backend.sh: NOTICE: $vendor has no swift-crypto and swift-asn1 (set SESAME_VENDOR to a folder"
+    echo "  with copies of swift-crypto 4.x and swift-asn1 1.x); the CryptoKit backend check is SKIPPED, not passed"
     exit 0
 fi
 vendor=$(cd "$vendor" && pwd)
 check=$root/.build/apple-backend-check
 mkdir -p "$check/Sources" "$check/Tests"
-ln -sfn "$root/Sources/SesameJOSE" "$check/Sources/SesameJOSE"
+rm -rf "$check/Sources/SesameJOSE"
+if [ "${1:-}" = "--mutation" ]; then
+    # The check of the check: one byte of every ES256 signature the CryptoKit backend makes is flipped in a copy of
+    # the sources; the suite must fail.
+    cp -r "$root/Sources/SesameJOSE" "$check/Sources/SesameJOSE"
+    perl -0pi -e 's/(case \.p256\(_, let key\?\) where algorithm == \.es256:\s*)return Array\(try key\.signature\(for: data\)\.rawRepresentation\)/${1}var mutated = Array(try key.signature(for: data).rawRepresentation); mutated[0] ^= 1; return mutated/' \
+        "$check/Sources/SesameJOSE/Crypto/Backends/BackingKey+CryptoKit.swift"
+    grep -q "mutated\[0\] ^= 1" "$check/Sources/SesameJOSE/Crypto/Backends/BackingKey+CryptoKit.swift" \
+        || { echo "check-apple-backend.sh: could not plant the mutation"; exit 1; }
+else
+    ln -sfn "$root/Sources/SesameJOSE" "$check/Sources/SesameJOSE"
+fi
 ln -sfn "$root/Tests/SesameJOSETests" "$check/Tests/SesameJOSETests"
 cat >"$check/Package.swift" <<EOF
 // swift-tools-version:6.0
@@ -36,6 +49,7 @@ let settings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("MemberImportVisibility"),
     .define("SESAME_CRYPTO_BACKEND"),
+    .unsafeFlags(["-warnings-as-errors"]),  // our sources must build cleanly in this configuration too
 ]
 
 let package = Package(
@@ -66,9 +80,11 @@ if ! swift build --package-path "$check" --build-tests -j 2 >"$check/build.log" 
     echo "check-apple-backend.sh: the CryptoKit backend does not build (log: $check/build.log)"
     exit 1
 fi
-# Our code must build without warnings in this configuration too (swift-crypto's own are not ours).
-if grep -E "^$root/(Sources|Tests)/.*warning:" "$check/build.log" | grep -v "/.build/" | head -20 | grep .; then
-    echo "check-apple-backend.sh: warnings in Sesame's sources with the CryptoKit backend"
+# The tests must run the CryptoKit backend, not libcrypto: its digest type is in the binary, no EVP call is.
+binary=$(ls -d "$check"/.build/debug/*PackageTests.xctest | head -1)
+symbols=$(nm "$binary" 2>/dev/null || true)
+if ! grep -q CryptoKitDigest <<<"$symbols" || grep -qE ' U EVP_' <<<"$symbols"; then
+    echo "check-apple-backend.sh: the check build did not select the CryptoKit backend"
     exit 1
 fi
 echo "check-apple-backend.sh: NOTICE: RSA (RS*/PS*) uses Apple's Security framework, absent on Linux; RSA keys import (the portable checks run) but cannot sign or verify in this build, and the RSA tests are skipped"
@@ -80,8 +96,18 @@ status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -E '^✔ Test ' "$log" | grep -cv '^✔ Test run' || true)
 skipped=$(grep -cE '^➜ Test .* skipped' "$log" || true)
-failed=$(grep -cE '^✘ Test ' "$log" || true)
+failed=$(grep -E '^✘ Test .* failed after' "$log" | grep -cv '^✘ Test run' || true)
 echo "check-apple-backend.sh: CryptoKit backend (swift-crypto): $passed tests passed, $failed failed, $skipped skipped (RSA or vectors absent)"
+if [ "${1:-}" = "--mutation" ]; then
+    rm -rf "$check/Sources/SesameJOSE"
+    ln -sfn "$root/Sources/SesameJOSE" "$check/Sources/SesameJOSE"
+    if [ "$status" -eq 0 ]; then
+        echo "check-apple-backend.sh: the mutated ES256 signatures went unnoticed"
+        exit 1
+    fi
+    echo "check-apple-backend.sh: the mutation was caught ($failed tests failed), as it must be"
+    exit 0
+fi
 [ "$status" -eq 0 ] || exit "$status"
 
 # Stage 2: type-check what is Apple-only and cannot run here — SesameApple, the Security RSA shim, the CryptoKit
@@ -97,7 +123,11 @@ for stub in Security CommonCrypto AuthenticationServices CryptoKit; do
     swiftc -emit-module -parse-as-library -swift-version 5 -module-name "$stub" -I "$stubs" "${crypto_includes[@]}" \
         "$root/Checks/AppleStubs/$stub.swift" -emit-module-path "$stubs/$stub.swiftmodule"
 done
-swift build --target SesameApple -j 2 >/dev/null  # the main package's Sesame and SesameJOSE modules
+# The main package's Sesame and SesameJOSE modules.
+swift build --target SesameApple -j 2 >"$stubs/build.log" 2>&1 || {
+    tail -20 "$stubs/build.log"
+    exit 1
+}
 package_name=$(basename "$root" | tr '[:upper:]' '[:lower:]')
 flags=(-typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility
@@ -106,10 +136,10 @@ main_modules=(-I "$root/.build/debug/Modules" -Xcc "-fmodule-map-file=$root/Sour
 typecheck() {  # name, then swiftc arguments
     local name=$1
     shift
-    local out
-    out=$(swiftc "${flags[@]}" "$@" 2>&1 | grep -E "error|warning" || true)
-    if [ -n "$out" ]; then
-        echo "$out"
+    local out status=0
+    out=$(swiftc "${flags[@]}" "$@" 2>&1) || status=$?
+    if [ "$status" -ne 0 ] || grep -qE "error|warning" <<<"$out"; then
+        echo "$out" | grep -E "error|warning" | head -40
         echo "check-apple-backend.sh: $name does not type-check against the Apple stand-ins"
         exit 1
     fi

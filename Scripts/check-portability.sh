@@ -20,7 +20,7 @@ for file in $(find Sources -name '*.swift' -not -path 'Sources/SesameApple/*'); 
 done
 # The manifest declares swift-tools-version 6.0 and iOS 16 / macOS 13; only a 6.3 compiler runs here, so refuse the
 # language features and APIs that a newer compiler or OS accepts but the declared floor does not (README, Platforms).
-floor='isolated[[:space:]]+deinit|nonisolated\(nonsending\)|@concurrent|InlineArray|MutableSpan|RawSpan|\bSpan<|weak[[:space:]]+let|@abi\(|^[[:space:]]*(public |package |internal )?import[[:space:]]+Synchronization|\bMutex<|\bAtomic<|func[[:space:]]+`[^`]*[[:space:]][^`]*`'
+floor='Task\.immediate|\bInt128\b|\bUInt128\b|withDiscardingTaskGroup|withThrowingDiscardingTaskGroup|\[[0-9]+ of |^[[:space:]]*((public|package|internal|private|fileprivate)[[:space:]]+)?nonisolated[[:space:]]+(extension|struct|enum|actor|(final[[:space:]]+)?class)\b|(struct|class|enum|extension)[^{]*:[[:space:]]*@MainActor|isolated[[:space:]]+deinit|nonisolated\(nonsending\)|@concurrent|InlineArray|MutableSpan|RawSpan|\bSpan<|weak[[:space:]]+let|@abi\(|^[[:space:]]*(public |package |internal )?import[[:space:]]+Synchronization|\bMutex<|\bAtomic<|func[[:space:]]+`[^`]*[[:space:]][^`]*`'
 if grep -rnE "$floor" Sources --include='*.swift' | grep -v '^[^:]*:[0-9]*:[[:space:]]*//'; then
     echo "check-portability.sh: the lines above need a newer Swift or OS than Package.swift declares"
     status=1

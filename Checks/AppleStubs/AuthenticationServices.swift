@@ -1,11 +1,11 @@
 // Stand-in declarations of AuthenticationServices (ASWebAuthenticationSession, Sign in with Apple) for
-// type-checking only. The presentation-context protocols are main-actor isolated, as in Apple's SDK (UI actor);
-// the authorization delegate is not, and the session's completion handler is a plain closure, which the system
-// calls on a queue of its own.
+// type-checking only. The presentation-context protocols and the authorization delegate are main-actor isolated,
+// as in Apple's current SDK (UI actor); the session's completion handler is a plain closure, which the system
+// calls on a queue of its own. (Sesame's witnesses are written to satisfy older, nonisolated declarations too.)
 import Foundation
 
-/// UIWindow / NSWindow on Apple platforms.
-open class ASPresentationAnchor: NSObject {}
+/// UIWindow / NSWindow on Apple platforms: main-actor isolated, like them.
+@MainActor open class ASPresentationAnchor: NSObject {}
 
 private func stub() -> Never { fatalError("Apple stand-in: type-checking only") }
 
@@ -67,7 +67,7 @@ open class ASAuthorizationAppleIDCredential: NSObject, ASAuthorizationCredential
     open var email: String? { stub() }
 }
 
-public protocol ASAuthorizationControllerDelegate: NSObjectProtocol {
+@MainActor public protocol ASAuthorizationControllerDelegate: NSObjectProtocol {
     func authorizationController(
         controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization)
     func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error)

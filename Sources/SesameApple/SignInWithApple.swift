@@ -51,8 +51,9 @@
         /// The window to present from.
         public func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor { anchor }
 
-        // The delegate protocol is not main-actor isolated, though AuthenticationServices calls it on the main
-        // thread: the callbacks are nonisolated and step onto the main actor (checked at run time).
+        // Recent SDKs declare the delegate main-actor isolated, older ones do not; AuthenticationServices calls it on
+        // the main thread either way. Nonisolated callbacks that step onto the main actor (checked at run time)
+        // satisfy both declarations.
 
         /// Delivers the credential.
         public nonisolated func authorizationController(
@@ -78,9 +79,8 @@
         public nonisolated func authorizationController(
             controller: ASAuthorizationController, didCompleteWithError error: any Error
         ) {
-            let failure = error as NSError  // Sendable, unlike `any Error`
             MainActor.assumeIsolated {
-                continuation?.resume(throwing: failure)
+                continuation?.resume(throwing: error)
                 continuation = nil
             }
         }

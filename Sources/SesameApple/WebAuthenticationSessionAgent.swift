@@ -18,6 +18,8 @@
         /// Whether the session is ephemeral.
         public let prefersEphemeralSession: Bool
         private let anchor: @MainActor () -> ASPresentationAnchor
+        /// The session on screen: kept alive until it completes (a released session closes its sheet).
+        private var current: ASWebAuthenticationSession?
 
         /// An agent presenting from the window `anchor` returns.
         public init(prefersEphemeralSession: Bool = true, anchor: @escaping @MainActor () -> ASPresentationAnchor) {
@@ -33,26 +35,35 @@
                     .configuration,
                     "WebAuthenticationSessionAgent needs a private-use redirect scheme (com.example.app:/oauth)")
             }
-            return try await withCheckedThrowingContinuation { continuation in
-                // @Sendable: the system calls this on a queue of its own; a closure inferred main-actor isolated
-                // (it is written in a main-actor method) would trap there at its entry check.
-                let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) {
-                    @Sendable callback, error in
-                    if let callback {
-                        continuation.resume(returning: callback)
-                    } else if let error = error as? ASWebAuthenticationSessionError, error.code == .canceledLogin {
-                        continuation.resume(throwing: AuthError(.cancelled, "the user cancelled the sign-in"))
-                    } else {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    // @Sendable: the system calls this on a queue of its own; a closure inferred main-actor
+                    // isolated (it is written in a main-actor method) would trap there at its entry check.
+                    let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) {
+                        @Sendable callback, error in
+                        if let callback {
+                            continuation.resume(returning: callback)
+                        } else if let error = error as? ASWebAuthenticationSessionError, error.code == .canceledLogin {
+                            continuation.resume(throwing: AuthError(.cancelled, "the user cancelled the sign-in"))
+                        } else {
+                            continuation.resume(
+                                throwing: AuthError(
+                                    .cancelled, "the sign-in sheet ended: \(error.map { "\($0)" } ?? "no callback")"))
+                        }
+                        Task { @MainActor [weak self] in self?.current = nil }
+                    }
+                    session.presentationContextProvider = self
+                    session.prefersEphemeralWebBrowserSession = prefersEphemeralSession
+                    current = session
+                    if !session.start() {
+                        current = nil
                         continuation.resume(
-                            throwing: AuthError(
-                                .cancelled, "the sign-in sheet ended: \(error.map { "\($0)" } ?? "no callback")"))
+                            throwing: AuthError(.configuration, "the sign-in sheet could not be started"))
                     }
                 }
-                session.presentationContextProvider = self
-                session.prefersEphemeralWebBrowserSession = prefersEphemeralSession
-                if !session.start() {
-                    continuation.resume(throwing: AuthError(.configuration, "the sign-in sheet could not be started"))
-                }
+            } onCancel: {
+                // The calling task was cancelled: close the sheet, which completes with canceledLogin.
+                Task { @MainActor [weak self] in self?.current?.cancel() }
             }
         }
 

@@ -186,6 +186,7 @@ extension timeval {
     /// A timeval of `seconds` (at least 1 ms, at most a day).
     init(seconds: TimeInterval) {
         let clamped = Swift.min(Swift.max(seconds, 0.001), 86_400)
-        self.init(tv_sec: Int(clamped), tv_usec: Int(Int32((clamped - Double(Int(clamped))) * 1_000_000)))
+        // `.init`: tv_usec is Int on Linux and Int32 on Darwin.
+        self.init(tv_sec: .init(clamped), tv_usec: .init((clamped - Double(Int(clamped))) * 1_000_000))
     }
 }

@@ -333,3 +333,39 @@ import Testing
         }
     }
 }
+
+@Suite struct CurveRangeTests {
+    @Test(
+        "ATK-10: r or s of 0, n or n + 1 is refused on every curve (CVE-2022-21449), before the platform sees it",
+        arguments: [JWK.Curve.p256, .p384, .p521])
+    func outOfRange(curve: JWK.Curve) throws {
+        let n = ECDSASignature.order(of: curve)
+        #expect(n.count == curve.coordinateLength, "the order constant has the curve's length")
+        var nPlusOne = n
+        for index in nPlusOne.indices.reversed() {
+            nPlusOne[index] &+= 1
+            if nPlusOne[index] != 0 { break }
+        }
+        let zero = [UInt8](repeating: 0, count: curve.coordinateLength)
+        let one = [UInt8](repeating: 0, count: curve.coordinateLength - 1) + [1]
+        for (r, s) in [(zero, one), (one, zero), (one, n), (n, one), (one, nPlusOne), (nPlusOne, one)] {
+            let raw = r + s
+            #expect(raw.withUnsafeBytes { !ECDSASignature.isWellFormed(raw: $0, curve: curve) })
+        }
+        var below = n
+        below[below.count - 1] -= 1
+        #expect((one + below).withUnsafeBytes { ECDSASignature.isWellFormed(raw: $0, curve: curve) }, "n − 1 is fine")
+    }
+
+    @Test("Ed25519 public keys of small order (identity, order 2, 4, 8, non-canonical) are refused")
+    func smallOrderEd25519() {
+        for encoding in JWK.Components.smallOrderEd25519 {
+            for sign: UInt8 in [0, 0x80] {
+                var x = encoding
+                x[31] |= sign
+                expectJOSEError(.weakKey) { _ = try JWK(components: .okp(curve: .ed25519, x: x, d: nil)) }
+            }
+        }
+        #expect(throws: Never.self) { _ = try TestKeys.ed.publicKey() }
+    }
+}

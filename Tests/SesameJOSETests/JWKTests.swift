@@ -136,3 +136,67 @@ import Testing
         #expect(results.count == 200 && results.allSatisfy { $0 })
     }
 }
+
+@Suite struct PEMImportTests {
+    static let ecOID = DER.ecPublicKeyOID
+    static let p256OID: [UInt8] = [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+
+    /// PKCS#8 for a P-256 key with `embedded` as its [1] public key (RFC 5915 inside RFC 5208).
+    static func pkcs8(d: [UInt8], embedded: [UInt8]?) -> [UInt8] {
+        var inner = [DER.tlv(0x02, [1]), DER.tlv(0x04, d)]
+        if let embedded { inner.append(DER.tlv(0xA1, DER.tlv(0x03, [0] + embedded))) }
+        return DER.sequence([
+            DER.tlv(0x02, [0]), DER.sequence([ecOID, p256OID]), DER.tlv(0x04, DER.sequence(inner)),
+        ])
+    }
+
+    @Test(
+        "PEM: only SubjectPublicKeyInfo and unencrypted PKCS#8, one block, uncompressed points, a matching public key")
+    func acceptsExactlyTheDocumentedForms() throws {
+        let key = try JWK.generate(for: .es256)
+        let other = try JWK.generate(for: .es256)
+        guard case .ec(_, let x, let y, let d?) = key.components, case .ec(_, let ox, let oy, _) = other.components
+        else { throw JOSEError(.invalidKey, "not EC") }
+        // Accepted: PKCS#8 with and without the embedded public key, and SPKI.
+        for der in [Self.pkcs8(d: d, embedded: [4] + x + y), Self.pkcs8(d: d, embedded: nil)] {
+            let imported = try JWK(pemRepresentation: DER.pem(der, label: "PRIVATE KEY"))
+            #expect(imported.thumbprint == key.thumbprint)
+        }
+        #expect(try JWK(pemRepresentation: try key.pemRepresentation).thumbprint == key.thumbprint)
+        // Refused everywhere.
+        let sec1 = DER.sequence([DER.tlv(0x02, [1]), DER.tlv(0x04, d), DER.tlv(0xA1, DER.tlv(0x03, [0, 4] + x + y))])
+        let compressed = DER.sequence([
+            DER.sequence([Self.ecOID, Self.p256OID]), DER.tlv(0x03, [0, 2 + (y.last ?? 0) & 1] + x),
+        ])
+        let refused: [(String, String)] = [
+            ("SEC1", DER.pem(sec1, label: "EC PRIVATE KEY")),
+            (
+                "a mismatched embedded public key",
+                DER.pem(Self.pkcs8(d: d, embedded: [4] + ox + oy), label: "PRIVATE KEY")
+            ),
+            ("a compressed point", DER.pem(compressed, label: "PUBLIC KEY")),
+            ("encrypted PKCS#8", DER.pem([0x30, 0x03, 0x02, 0x01, 0x00], label: "ENCRYPTED PRIVATE KEY")),
+            ("PKCS#1", DER.pem([0x30, 0x03, 0x02, 0x01, 0x00], label: "RSA PRIVATE KEY")),
+            ("two blocks", try key.pemRepresentation + (try other.pemRepresentation)),
+        ]
+        for (what, pem) in refused {
+            #expect(throws: JOSEError.self, "\(what)") { _ = try JWK(pemRepresentation: pem) }
+        }
+    }
+
+    @Test("PEM: an Ed25519 PKCS#8 v2 key whose public key is not its own is refused")
+    func ed25519WithWrongPublicKey() throws {
+        guard case .okp(_, let x, let d?) = TestKeys.ed.components,
+            case .okp(_, let wrong, _) = try JWK.generate(for: .eddsa).components
+        else { throw JOSEError(.invalidKey, "not OKP") }
+        func v2(_ publicKey: [UInt8]) -> String {
+            DER.pem(
+                DER.sequence([
+                    DER.tlv(0x02, [1]), DER.sequence([DER.ed25519OID]), DER.tlv(0x04, DER.tlv(0x04, d)),
+                    DER.tlv(0x81, [0] + publicKey),
+                ]), label: "PRIVATE KEY")
+        }
+        #expect(try JWK(pemRepresentation: v2(x)).thumbprint == TestKeys.ed.thumbprint)
+        #expect(throws: JOSEError.self) { _ = try JWK(pemRepresentation: v2(wrong)) }
+    }
+}

@@ -204,6 +204,68 @@ package enum DER {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// id-ecPublicKey (1.2.840.10045.2.1).
+    package static let ecPublicKeyOID: [UInt8] = [0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
+
+    /// What every backend's PEM import checks first, so that both accept exactly the same inputs: one block,
+    /// labelled `PUBLIC KEY` (SubjectPublicKeyInfo) or `PRIVATE KEY` (unencrypted PKCS#8) — no SEC1, PKCS#1 or
+    /// encrypted keys — with EC points uncompressed.
+    ///
+    /// - Returns: the public key a PKCS#8 key carries beside its private key (EC `x‖y`, Ed25519 `x`), which the
+    ///   caller compares with the one derived from the private key (nil when there is none); and, for an Ed25519
+    ///   OneAsymmetricKey v2 (RFC 8410 §7), the same key as v1 PKCS#8, which every backend reads.
+    package static func checkedPEM(_ pem: String) throws(JOSEError) -> (embedded: [UInt8]?, normalized: String?) {
+        let blocks = pem.components(separatedBy: "-----BEGIN ").count - 1
+        guard blocks == 1 else { throw error("expected exactly one PEM block, found \(blocks)") }
+        let isPrivate: Bool
+        if pem.contains("-----BEGIN PUBLIC KEY-----") {
+            isPrivate = false
+        } else if pem.contains("-----BEGIN PRIVATE KEY-----") {
+            isPrivate = true
+        } else {
+            throw error("only PUBLIC KEY (SubjectPublicKeyInfo) and unencrypted PRIVATE KEY (PKCS#8) PEM are accepted")
+        }
+        let fields = try parse(try der(fromPEM: pem, label: isPrivate ? "PRIVATE KEY" : "PUBLIC KEY")).children()
+        func algorithm(_ node: Node) throws(JOSEError) -> [UInt8] {
+            guard node.tag == 0x30, let oid = try node.children().first, oid.tag == 0x06 else {
+                throw error("no key algorithm")
+            }
+            return [oid.tag, UInt8(oid.content.count)] + Array(oid.content)
+        }
+        func uncompressed(_ bitString: Node) throws(JOSEError) -> [UInt8] {
+            let content = Array(bitString.content)
+            guard content.count > 2, content[0] == 0, content[1] == 0x04 else {
+                throw error("EC points must be uncompressed")
+            }
+            return Array(content.dropFirst(2))
+        }
+        if !isPrivate {
+            guard fields.count == 2, fields[1].tag == 0x03 else { throw error("not a SubjectPublicKeyInfo") }
+            if try algorithm(fields[0]) == ecPublicKeyOID { _ = try uncompressed(fields[1]) }
+            return (nil, nil)
+        }
+        guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x04 else { throw error("not PKCS#8") }
+        switch try algorithm(fields[1]) {
+        case ecPublicKeyOID:
+            // ECPrivateKey (RFC 5915): version, privateKey, [0] parameters, [1] publicKey.
+            let inner = try parse(Array(fields[2].content)).children()
+            guard let embedded = inner.first(where: { $0.tag == 0xA1 }) else { return (nil, nil) }
+            guard let bitString = try embedded.children().first, bitString.tag == 0x03 else {
+                throw error("a bad EC public key in PKCS#8")
+            }
+            return (try uncompressed(bitString), nil)
+        case ed25519OID:
+            // OneAsymmetricKey (RFC 8410 §7, version 2): [1] IMPLICIT publicKey.
+            guard let embedded = fields.dropFirst(3).first(where: { $0.tag == 0x81 }) else { return (nil, nil) }
+            let content = Array(embedded.content)
+            guard content.count == 33, content[0] == 0 else { throw error("a bad Ed25519 public key in PKCS#8") }
+            let v1 = sequence([tlv(0x02, [0]), sequence([ed25519OID]), tlv(0x04, Array(fields[2].content))])
+            return (Array(content.dropFirst()), DER.pem(v1, label: "PRIVATE KEY"))
+        default:
+            return (nil, nil)
+        }
+    }
+
     /// The DER inside the first PEM block with `label`.
     package static func der(fromPEM pem: String, label: String) throws(JOSEError) -> [UInt8] {
         let begin = "-----BEGIN \(label)-----"

@@ -5,11 +5,11 @@ package enum ECDSASignature {
     private static let p384Order = hex(
         "ffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf581a0db248b0a77aecec196accc52973")
     private static let p521Order = hex(
-        "01ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffa51868783bf2f966b7fcc0148f709a5d03bb5c9b8899c47aebb6fb71e91386409"
+        "01fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffa51868783bf2f966b7fcc0148f709a5d03bb5c9b8899c47aebb6fb71e91386409"
     )
 
     /// The group order n of each curve, big-endian, padded to the coordinate length.
-    private static func order(of curve: JWK.Curve) -> [UInt8] {
+    package static func order(of curve: JWK.Curve) -> [UInt8] {
         switch curve {
         case .p256: p256Order
         case .p384: p384Order

@@ -127,7 +127,7 @@ public enum DPoPProof {
 /// A DPoP private key whose material stays where it is kept — the Secure Enclave, a hardware token, another
 /// process — and that signs on request.
 ///
-/// Give one to ``DPoPSigner/init(signingKey:)``; a private ``JWK`` needs none of this
+/// Give one to ``DPoPSigner/init(signingKey:checkingSignature:)``; a private ``JWK`` needs none of this
 /// (``DPoPSigner/init(key:algorithm:)``).
 public protocol DPoPSigningKey: Sendable {
     /// The public half, embedded in every proof's `jwk` header.

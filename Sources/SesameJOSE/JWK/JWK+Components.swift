@@ -62,6 +62,12 @@ extension JWK {
                 guard x.count == 32, d.map({ $0.count == 32 }) ?? true else {
                     throw JOSEError(.invalidKey, "Ed25519 keys are exactly 32 octets")
                 }
+                // A public key of small order (the identity and the other points of order 2, 4 and 8, in either
+                // sign and in their non-canonical encodings) lets a forged signature verify for any message.
+                let masked = x.prefix(31) + [x[31] & 0x7F]
+                guard !Self.smallOrderEd25519.contains(where: { $0.elementsEqual(masked) }) else {
+                    throw JOSEError(.weakKey, "the Ed25519 public key has small order")
+                }
             case .octet(let k):
                 guard !k.isEmpty else { throw JOSEError(.weakKey, "an empty symmetric key") }
             }
@@ -98,5 +104,29 @@ enum ROCA {
             if !subgroup.contains(residue) { return false }
         }
         return true
+    }
+}
+
+extension JWK.Components {
+    /// The encodings (sign bit cleared) of the Ed25519 points of order 1, 2, 4 and 8, canonical and not (y = p, p + 1).
+    static let smallOrderEd25519: [[UInt8]] = [
+        [UInt8](repeating: 0, count: 32),
+        [1] + [UInt8](repeating: 0, count: 31),
+        hex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"),
+        hex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"),
+        [0xEC] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
+        [0xED] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
+        [0xEE] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
+    ]
+
+    private static func hex(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(index, offsetBy: 2)
+            bytes.append(UInt8(text[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return bytes
     }
 }

@@ -33,11 +33,27 @@ extension JWK {
         try self.init(components: .octet(k: Array(symmetricKey)), keyID: keyID, declaredAlgorithm: algorithm.name)
     }
 
-    /// Imports a PEM SubjectPublicKeyInfo (`PUBLIC KEY`) or PKCS#8 (`PRIVATE KEY`) key.
+    /// Imports a PEM SubjectPublicKeyInfo (`PUBLIC KEY`) or unencrypted PKCS#8 (`PRIVATE KEY`) key.
+    ///
+    /// Exactly one block; SEC1 (`EC PRIVATE KEY`), PKCS#1 (`RSA PRIVATE KEY`), encrypted keys and compressed EC
+    /// points are refused, and a PKCS#8 key whose embedded public key is not its own is refused — the same on
+    /// every platform.
     ///
     /// - Throws: ``JOSEError`` with ``JOSEError/Code/invalidKey`` or ``JOSEError/Code/weakKey``.
     public init(pemRepresentation pem: String, keyID: String? = nil, algorithm: JWSAlgorithm? = nil) throws {
-        let components = try BackingKey.fromPEM(pem).components()
+        let (embedded, normalized) = try DER.checkedPEM(pem)
+        let components = try BackingKey.fromPEM(normalized ?? pem).components()
+        if let embedded {
+            let derived: [UInt8] =
+                switch components {
+                case .ec(_, let x, let y, _): x + y
+                case .okp(_, let x, _): x
+                default: []
+                }
+            guard derived == embedded else {
+                throw JOSEError(.invalidKey, "the PKCS#8 key's public key is not the one its private key derives")
+            }
+        }
         try self.init(components: components, keyID: keyID, declaredAlgorithm: algorithm?.name)
     }
 
