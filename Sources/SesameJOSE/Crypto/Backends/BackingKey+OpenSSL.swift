@@ -26,6 +26,22 @@
                 EVP_PKEY_CTX_free(key)
                 EVP_MD_CTX_free(digest)
             }
+
+            /// Hashes `message` with `md` on this context's digest and hands the digest to `body` (0 on failure).
+            func withDigest(
+                of message: UnsafeRawBufferPointer, _ md: OpaquePointer,
+                _ body: (UnsafeMutablePointer<UInt8>, Int) -> Int32
+            ) -> Int32 {
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer -> Int32 in
+                    var length: UInt32 = 0
+                    guard let base = buffer.baseAddress,
+                        EVP_DigestInit_ex2(digest, md, nil) == 1,
+                        EVP_DigestUpdate(digest, message.baseAddress, message.count) == 1,
+                        EVP_DigestFinal_ex(digest, base, &length) == 1
+                    else { return 0 }
+                    return body(base, Int(length))
+                }
+            }
         }
 
         init(owning pkey: OpaquePointer) {
@@ -213,19 +229,13 @@
             guard let context = borrowContext(algorithm), let md = OpenSSLDigest.md(algorithm.hash) else {
                 return false
             }
-            let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
-                var digestLength: UInt32 = 0
-                guard let base = digest.baseAddress,
-                    EVP_DigestInit_ex2(context.digest, md, nil) == 1,
-                    EVP_DigestUpdate(context.digest, message.baseAddress, message.count) == 1,
-                    EVP_DigestFinal_ex(context.digest, base, &digestLength) == 1
-                else { return 0 }
-                return EVP_PKEY_verify(
+            let result = context.withDigest(of: message, md) { base, digestLength in
+                EVP_PKEY_verify(
                     context.key,
                     signature.baseAddress?.assumingMemoryBound(to: UInt8.self),
                     signature.count,
                     base,
-                    Int(digestLength)
+                    digestLength
                 )
             }
             if result != 1 { ERR_clear_error() }
@@ -305,14 +315,8 @@
             defer { returnContext(context, algorithm, signing: true) }
             var signature = [UInt8](repeating: 0, count: max(Int(EVP_PKEY_get_size(pkey)), 1))
             var length = signature.count
-            let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { digest -> Int32 in
-                var digestLength: UInt32 = 0
-                guard let base = digest.baseAddress,
-                    EVP_DigestInit_ex2(context.digest, md, nil) == 1,
-                    EVP_DigestUpdate(context.digest, message.baseAddress, message.count) == 1,
-                    EVP_DigestFinal_ex(context.digest, base, &digestLength) == 1
-                else { return 0 }
-                return EVP_PKEY_sign(context.key, &signature, &length, base, Int(digestLength))
+            let result = context.withDigest(of: message, md) { base, digestLength in
+                EVP_PKEY_sign(context.key, &signature, &length, base, digestLength)
             }
             guard result == 1 else {
                 ERR_clear_error()
