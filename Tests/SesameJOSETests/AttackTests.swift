@@ -369,3 +369,21 @@ import Testing
         #expect(throws: Never.self) { _ = try TestKeys.ed.publicKey() }
     }
 }
+
+@Suite struct RSAConsistencyTests {
+    @Test("an RSA private key whose p·q is not its modulus is refused before any backend sees it (RFC 7515 A.2 key)")
+    func inconsistentFactors() throws {
+        let entry = try #require(TestVectors.rfc("rfc7515", "A.2") as? [String: Any])
+        var key = try #require(entry["key"] as? [String: Any])
+        #expect(throws: Never.self) { _ = try JWK(json: TestVectors.json(key)) }
+        var q = Array(try Base64URL.decode(try #require(key["q"] as? String)))
+        q[q.count - 1] ^= 0x02  // still odd, no longer a factor
+        key["q"] = Base64URL.encode(q)
+        expectJOSEError(.invalidKey) { _ = try JWK(json: TestVectors.json(key)) }
+        #expect(JWK.Components.product([0x01, 0x00], [0xFF]) == [0xFF, 0x00])
+        #expect(
+            JWK.Components.product([0xFF, 0xFF, 0xFF, 0xFF, 0xFF], [0xFF, 0xFF]) == [
+                0xFF, 0xFE, 0xFF, 0xFF, 0xFF, 0x00, 0x01,
+            ])
+    }
+}

@@ -36,7 +36,14 @@ extension JWK {
         /// Checks that do not need the backend: sizes, exponents, lengths, ROCA.
         package func validate() throws(JOSEError) {
             switch self {
-            case .rsa(let n, let e, _):
+            case .rsa(let n, let e, let privatePart):
+                // n = p·q, checked here so that every backend refuses an inconsistent private key the same way
+                // (libcrypto checks at import; Security does not).
+                if let privatePart, !privatePart.p.isEmpty, !privatePart.q.isEmpty,
+                    !Self.product(privatePart.p, privatePart.q).elementsEqual(n.drop { $0 == 0 })
+                {
+                    throw JOSEError(.invalidKey, "the RSA private key's p·q is not its modulus")
+                }
                 let bits = JWK.bitLength(of: n)
                 guard bits >= 2048 else {
                     throw JOSEError(.weakKey, "an RSA modulus of \(bits) bits is under the 2048-bit minimum")
@@ -128,5 +135,43 @@ extension JWK.Components {
             index = next
         }
         return bytes
+    }
+}
+
+extension JWK.Components {
+    /// The product of two big-endian unsigned integers, big-endian, without leading zeros.
+    static func product(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
+        // Little-endian 32-bit limbs; schoolbook multiplication (a few microseconds for RSA-4096 factors).
+        func limbs(_ bytes: [UInt8]) -> [UInt64] {
+            var result: [UInt64] = []
+            var index = bytes.count
+            while index > 0 {
+                let start = max(0, index - 4)
+                var limb: UInt64 = 0
+                for byte in bytes[start..<index] { limb = limb << 8 | UInt64(byte) }
+                result.append(limb)
+                index = start
+            }
+            return result
+        }
+        let x = limbs(a)
+        let y = limbs(b)
+        var out = [UInt64](repeating: 0, count: x.count + y.count)
+        for i in x.indices {
+            var carry: UInt64 = 0
+            for j in y.indices {
+                let sum = out[i + j] + x[i] * y[j] + carry
+                out[i + j] = sum & 0xFFFF_FFFF
+                carry = sum >> 32
+            }
+            out[i + y.count] += carry
+        }
+        var bytes: [UInt8] = []
+        for limb in out.reversed() {
+            for shift in stride(from: 24, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: limb >> UInt64(shift)))
+            }
+        }
+        return Array(bytes.drop { $0 == 0 })
     }
 }
