@@ -74,7 +74,9 @@ enum SessionCommands {
             } else {
                 provider = RESTAuthProvider(baseURL: base)
             }
-            session = AuthSession(provider: provider, store: store, profile: profile.name)
+            let guarded: any AuthProvider =
+                settings.kind == "oidc" ? ConcurrentLoginGuard(inner: provider, profile: profile) : provider
+            session = AuthSession(provider: guarded, store: store, profile: profile.name)
         }
 
         /// This context, or the DPoP key's problem (every command that uses the tokens needs the key).
@@ -347,5 +349,34 @@ enum SessionCommands {
             throw CLIError.usage("no password given", command: command)
         }
         return line
+    }
+}
+
+/// The session's provider for an OIDC profile, with one more check before tokens count as bound to a lost key.
+///
+/// They are lost only if the key file still disagrees: a `login --dpop` running at the same moment stores its
+/// tokens, then moves its key into place, and a command that read the old key in between must not end (and revoke)
+/// that fresh session — it is told to run again instead.
+struct ConcurrentLoginGuard: AuthProvider {
+    let inner: any AuthProvider
+    let profile: Profile
+
+    func refresh(_ tokens: TokenSet) async throws -> TokenSet { try await inner.refresh(tokens) }
+
+    func signOut(_ tokens: TokenSet) async throws { try await inner.signOut(tokens) }
+
+    func checkStoredCredentials(_ tokens: TokenSet) throws {
+        do {
+            try inner.checkStoredCredentials(tokens)
+        } catch let error as AuthError where error.code == .dpopKeyMismatch {
+            if let bound = tokens.dpopKeyThumbprint, let onDisk = try? profile.dpopKey(),
+                onDisk.thumbprint == bound
+            {
+                throw AuthError(
+                    .storeUnavailable,
+                    "profile \(profile.name) was signed in again while this command ran; run it again")
+            }
+            throw error
+        }
     }
 }

@@ -169,3 +169,42 @@ import Testing
         #expect(try await restored.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
     }
 }
+
+@Suite struct StoredCredentialCheckTests {
+    /// A provider whose load-time check answers what the test says.
+    final class CheckingProvider: AuthProvider, @unchecked Sendable {
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var answer: AuthError?
+        private(set) var revoked = 0
+
+        func set(_ error: AuthError?) { lock.withLock { answer = error } }
+        func refresh(_ tokens: TokenSet) async throws -> TokenSet { tokens }
+        func signOut(_ tokens: TokenSet) async throws { lock.withLock { revoked += 1 } }
+        func checkStoredCredentials(_ tokens: TokenSet) throws {
+            if let error = lock.withLock({ answer }) { throw error }
+        }
+    }
+
+    @Test(
+        "only dpop_key_mismatch ends a session at load (revoked, deleted); any other check failure keeps it for the next call"
+    )
+    func onlyMismatchEnds() async throws {
+        let store = InMemoryTokenStore()
+        let tokens = TokenSet(accessToken: "a", tokenType: "DPoP", refreshToken: "r", dpopKeyThumbprint: "k")
+        try await store.save(tokens, profile: "default")
+        let provider = CheckingProvider()
+        provider.set(AuthError(.storeUnavailable, "signed in again meanwhile; run again"))
+        let session = AuthSession(provider: provider, store: store)
+        await #expect(throws: AuthError.self) { _ = try await session.validTokens() }
+        #expect(try await store.load(profile: "default") == tokens && provider.revoked == 0)
+        provider.set(nil)
+        #expect(try await session.validTokens().accessToken == "a", "the next call reads them again")
+
+        let ending = CheckingProvider()
+        ending.set(AuthError(.dpopKeyMismatch, "lost"))
+        let second = AuthSession(provider: ending, store: store)
+        await #expect(throws: AuthError.self) { _ = try await second.validTokens() }
+        #expect(try await store.load(profile: "default") == nil && ending.revoked == 1)
+    }
+}

@@ -19,7 +19,8 @@ public protocol AuthProvider: Sendable {
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/dpopKeyMismatch`` when they cannot be used by this provider
     ///   at all (bound to another DPoP key); the session then ends
-    ///   (``AuthEvent/SignOutReason/dpopKeyLost``) and deletes them.
+    ///   (``AuthEvent/SignOutReason/dpopKeyLost``) and deletes them. Any other error is passed on and the
+    ///   credentials are kept (the next call checks again).
     func checkStoredCredentials(_ tokens: TokenSet) throws
 }
 

@@ -623,7 +623,7 @@ public actor AuthSession {
         if let stored {
             do {
                 try provider.checkStoredCredentials(stored)
-            } catch let error as AuthError {
+            } catch let error as AuthError where error.code == .dpopKeyMismatch {
                 // Unusable by this provider (bound to a key it does not have): the session ends here, before any
                 // request that could use them, with the grant revoked and the credentials gone.
                 await endUnusable(stored, epoch: startedEpoch)
