@@ -9,7 +9,10 @@ URL_FORCED: prompt=login; the form must show although the browser is signed in. 
 must skip the form. Prints one JSON object; exits non-zero with a message when a step fails.
 """
 import json
+import os
+import shutil
 import sys
+import tempfile
 import urllib.parse
 
 from selenium import webdriver
@@ -35,6 +38,9 @@ def main():
                  "--window-size=900,1000", "--no-first-run", "--disable-extensions"):
         options.add_argument(flag)
     options.binary_location = "/usr/bin/chromium"
+    # Chromium makes its profile folder under TMPDIR: one of ours, removed afterwards.
+    scratch = tempfile.mkdtemp(prefix="sesame-chromium-")
+    os.environ["TMPDIR"] = scratch
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(20)
     result = {}
@@ -85,6 +91,7 @@ def main():
         result["silent"] = redirect_parameters(driver.current_url)
     finally:
         driver.quit()
+        shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(result))
 
 

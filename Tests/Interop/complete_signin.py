@@ -6,7 +6,10 @@ usage: complete_signin.py URL EMAIL PASSWORD SCREENSHOT
 Opens URL, signs in on the provider's page from the keyboard, waits for the CLI's loopback page ("close this
 tab"), saves a screenshot of it, and prints that page's text.
 """
+import os
+import shutil
 import sys
+import tempfile
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -19,6 +22,9 @@ options = webdriver.ChromeOptions()
 for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"):
     options.add_argument(flag)
 options.binary_location = "/usr/bin/chromium"
+# Chromium makes its profile folder under TMPDIR: one of ours, removed afterwards.
+scratch = tempfile.mkdtemp(prefix="sesame-chromium-")
+os.environ["TMPDIR"] = scratch
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 driver.set_page_load_timeout(20)
 try:
@@ -32,3 +38,4 @@ try:
     print(driver.find_element(By.TAG_NAME, "body").text)
 finally:
     driver.quit()
+    shutil.rmtree(scratch, ignore_errors=True)

@@ -15,7 +15,7 @@ import Testing
     func compare(_ text: String, snapshot name: String) throws {
         let file = Self.snapshots.appendingPathComponent(name + ".txt")
         if ProcessInfo.processInfo.environment["SESAME_UPDATE_SNAPSHOTS"] == "1" {
-            try text.write(to: file, atomically: true, encoding: .utf8)
+            try text.write(to: file, atomically: false, encoding: .utf8)
             return
         }
         let stored = try String(contentsOf: file, encoding: .utf8)
@@ -94,7 +94,7 @@ import Testing
             let file = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sesame-\(UUID().uuidString).\(shell)")
             defer { try? FileManager.default.removeItem(at: file) }
-            try script.stdout.write(to: file, atomically: true, encoding: .utf8)
+            try script.stdout.write(to: file, atomically: false, encoding: .utf8)
             let check = Process()
             check.executableURL = URL(fileURLWithPath: interpreter)
             check.arguments = ["-n", file.path]

@@ -2,16 +2,18 @@ import Foundation
 import Testing
 
 /// `sesame jwt …`, `sesame jwk generate` and `sesame demo`, run as a user would run them.
-@Suite struct JWTCommandTests {
+@Suite final class JWTCommandTests {
     let directory: URL
     let keyPath: String
     let jwksPath: String
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
 
     init() throws {
         directory = try CLIRunner.temporaryDirectory()
         let privateKey = try CLIRunner.run(["jwk", "generate", "--alg", "ES256", "--kid", "cli-key"])
         keyPath = directory.appendingPathComponent("key.json").path
-        try privateKey.stdout.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        try privateKey.stdout.write(toFile: keyPath, atomically: false, encoding: .utf8)
         let publicKey = try CLIRunner.run(["jwk", "generate", "--alg", "ES256", "--kid", "unused", "--public"])
         #expect(!publicKey.stdout.contains("\"d\""))
         // The JWKS holds the public half of key.json.
@@ -88,7 +90,7 @@ import Testing
         let result = try CLIRunner.run(["jwk", "public", keyPath])
         #expect(result.status == 0 && !result.stdout.contains("\"d\"") && result.stdout.contains("cli-key"))
         let path = directory.appendingPathComponent("derived.json").path
-        try result.stdout.write(toFile: path, atomically: true, encoding: .utf8)
+        try result.stdout.write(toFile: path, atomically: false, encoding: .utf8)
         let token = try sign(#"{"sub":"dora","exp":1700000600}"#)
         let verified = try CLIRunner.run(["jwt", "verify", "--jwks", path, "--now", "1700000000", token])
         #expect(verified.status == 0 && verified.stdout.contains("dora"), "\(verified.stderr)")
