@@ -43,6 +43,54 @@ import Testing
         }
     }
 
+    /// `sesame serve` with alice, and an empty SESAME_HOME with the file store; ``stop()`` removes both.
+    final class Workspace {
+        let server: ServeProcess
+        let folder: URL
+        let environment: [String: String]
+
+        init(serving extra: [String] = []) throws {
+            server = try ServeProcess(["--user", "alice@example.com:correct-horse"] + extra)
+            folder = try CLIRunner.temporaryDirectory()
+            environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        }
+
+        func stop() {
+            server.interrupt()
+            try? FileManager.default.removeItem(at: folder)
+        }
+
+        /// `sesame login --issuer … --client-id sesame-cli` plus `options`, in the background, and the
+        /// authorization URL it printed.
+        func startLogin(_ options: [String]) throws -> (BackgroundLogin, String) {
+            let login = try BackgroundLogin(
+                ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli"] + options,
+                environment: environment)
+            return (login, try #require(login.line { $0.hasPrefix("http://") }))
+        }
+
+        /// Signs alice in on the provider's form at `url`; the redirect to the CLI's listener, not yet followed.
+        func signInOnForm(_ url: String) throws -> URLComponents {
+            let components = try #require(URLComponents(string: url))
+            let browser = TestBrowser(port: server.base.port ?? 0)
+            let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
+            let signedIn = try browser.post(
+                "/authorize",
+                form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
+            return try #require(signedIn.location.flatMap { URLComponents(string: $0) })
+        }
+
+        /// `login --issuer --no-browser` plus `options`, completed through the form.
+        func signIn(_ options: [String]) throws {
+            let (login, url) = try startLogin(["--no-browser"] + options)
+            let callback = try signInOnForm(url)
+            _ = try TestBrowser(port: callback.port ?? 0).get(
+                callback.path + "?" + (callback.percentEncodedQuery ?? ""))
+            let (status, rest) = login.finish()
+            #expect(status == 0, "\(rest)")
+        }
+    }
+
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -72,21 +120,10 @@ import Testing
 
     @Test("login --issuer --no-browser: the printed URL, signed in by a user agent posting the real form")
     func noBrowserLogin() throws {
-        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
-        defer { server.interrupt() }
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
-        let login = try BackgroundLogin(
-            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"],
-            environment: environment)
-        let url = try #require(login.line { $0.hasPrefix("http://") })
-        let components = try #require(URLComponents(string: url))
-        let browser = TestBrowser(port: server.base.port ?? 0)
-        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
-        let signedIn = try browser.post(
-            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
-        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (login, url) = try workspace.startLogin(["--no-browser"])
+        let callback = try workspace.signInOnForm(url)
         // A request with another state is refused by the CLI's listener, and it keeps waiting.
         let stray = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?code=x&state=forged")
         #expect(stray.status == 400)
@@ -96,20 +133,14 @@ import Testing
         let (status, rest) = login.finish()
         #expect(status == 0, "\(rest)")
         #expect(rest.contains("signed in as alice@example.com"))
-        try Self.useAndSignOut(environment)
+        try Self.useAndSignOut(workspace.environment)
     }
 
     @Test("login --issuer completed in headless Chromium", .enabled(if: chromium), .timeLimit(.minutes(2)))
     func chromiumLogin() throws {
-        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
-        defer { server.interrupt() }
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
-        let login = try BackgroundLogin(
-            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"],
-            environment: environment)
-        let url = try #require(login.line { $0.hasPrefix("http://") })
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (login, url) = try workspace.startLogin(["--no-browser"])
         let artifacts = Self.root.appendingPathComponent(".build/test-artifacts")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let python = Process()
@@ -127,19 +158,17 @@ import Testing
         #expect(python.terminationStatus == 0 && text.contains("close this tab"))
         let (status, rest) = login.finish()
         #expect(status == 0, "\(rest)")
-        try Self.useAndSignOut(environment)
+        try Self.useAndSignOut(workspace.environment)
     }
 
     @Test(
         "login --issuer --dpop: tokens bound to the profile's key, used by request; a lost or replaced key means signing in again",
         arguments: [["--dpop"], ["--dpop-alg", "EdDSA"], ["--dpop-alg", "rs256"]])
     func dpopLogin(option: [String]) async throws {
-        let server = try ServeProcess(["--user", "alice@example.com:correct-horse", "--dpop-nonce"])
-        defer { server.interrupt() }
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
-        try Self.dpopSignIn(server: server, environment: environment, option: option)
+        let workspace = try Workspace(serving: ["--dpop-nonce"])
+        defer { workspace.stop() }
+        let (server, folder, environment) = (workspace.server, workspace.folder, workspace.environment)
+        try workspace.signIn(option)
         let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
         let state = try CLIRunner.run(["status", "--json"], environment: environment)
@@ -172,12 +201,10 @@ import Testing
 
     @Test("a lost DPoP key: status and request say sign in again (exit 3), logout still works")
     func lostDPoPKey() async throws {
-        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
-        defer { server.interrupt() }
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
-        try Self.dpopSignIn(server: server, environment: environment)
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (server, folder, environment) = (workspace.server, workspace.folder, workspace.environment)
+        try workspace.signIn(["--dpop"])
         let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")
         // A key file others can read is an error to fix, not a lost key: the session is kept.
         chmod(keyFile.path, 0o644)
@@ -197,40 +224,11 @@ import Testing
         #expect(rest.status == 2 && rest.stderr.contains("DPoP needs --issuer"), "\(rest.stderr)")
     }
 
-    /// `login --issuer --dpop` completed through the dev server's form.
-    static func dpopSignIn(server: ServeProcess, environment: [String: String], option: [String] = ["--dpop"]) throws {
-        let login = try BackgroundLogin(
-            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser"] + option,
-            environment: environment)
-        let url = try #require(login.line { $0.hasPrefix("http://") })
-        let components = try #require(URLComponents(string: url))
-        let browser = TestBrowser(port: server.base.port ?? 0)
-        let page = try browser.get(components.path + "?" + (components.percentEncodedQuery ?? ""))
-        let signedIn = try browser.post(
-            "/authorize", form: page.hiddenFields() + [("email", "alice@example.com"), ("password", "correct-horse")])
-        let callback = try #require(signedIn.location.flatMap { URLComponents(string: $0) })
-        _ = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?" + (callback.percentEncodedQuery ?? ""))
-        let (status, rest) = login.finish()
-        #expect(status == 0, "\(rest)")
-    }
-
-    @Test("login --dpop-alg takes ES256, EdDSA or RS256 only, refused before any network call")
-    func dpopAlgorithmUsage() throws {
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let result = try CLIRunner.run(
-            ["login", "--issuer", "http://127.0.0.1:9", "--client-id", "c", "--dpop-alg", "HS256"],
-            environment: ["SESAME_HOME": folder.path, "SESAME_STORE": "file"])
-        #expect(result.status == 2 && result.stderr.contains("--dpop-alg takes"), "\(result.stderr)")
-    }
-
     @Test("login --issuer --device: the code on stderr, approved on the device page")
     func deviceLogin() throws {
-        let server = try ServeProcess(["--user", "alice@example.com:correct-horse"])
-        defer { server.interrupt() }
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (server, environment) = (workspace.server, workspace.environment)
         let login = try BackgroundLogin(
             ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--device"],
             environment: environment)
@@ -249,7 +247,9 @@ import Testing
         #expect(try CLIRunner.run(["request", "/userinfo"], environment: environment).stdout.contains("alice"))
     }
 
-    @Test("login --issuer refuses a bad redirect URI, a missing client ID and --device with --no-browser")
+    @Test(
+        "login --issuer refuses a bad redirect URI, a missing client ID, --device with --no-browser and a --dpop-alg other than ES256, EdDSA or RS256, before any network call"
+    )
     func usageErrors() throws {
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -263,5 +263,9 @@ import Testing
             let result = try CLIRunner.run(arguments, environment: environment)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
         }
+        let algorithm = try CLIRunner.run(
+            ["login", "--issuer", "http://127.0.0.1:9", "--client-id", "c", "--dpop-alg", "HS256"],
+            environment: environment)
+        #expect(algorithm.status == 2 && algorithm.stderr.contains("--dpop-alg takes"), "\(algorithm.stderr)")
     }
 }
