@@ -334,29 +334,34 @@ extension IDTokenRuleTests {
 
 /// Device polling rules against a scripted token endpoint (fault injection at the transport seam).
 @Suite struct DevicePollingTests {
-    static func provider(_ transport: ScriptedTransport, sleeps: LockedBox<[TimeInterval]>) throws -> OIDCAuthProvider {
+    /// A provider over a scripted transport whose first answer is the device authorization `response`, and the
+    /// waits it asks for (recorded, never slept).
+    static func fixture(device response: String) throws -> (
+        ScriptedTransport, LockedBox<[TimeInterval]>, OIDCAuthProvider
+    ) {
+        let transport = ScriptedTransport()
+        let sleeps = LockedBox<[TimeInterval]>([])
         let metadata = OIDCProviderMetadata(
             authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
             tokenEndpoint: try #require(URL(string: "https://as.example/token")),
             deviceAuthorizationEndpoint: URL(string: "https://as.example/device"))
-        return OIDCAuthProvider(
+        let provider = OIDCAuthProvider(
             metadata: metadata,
             configuration: .init(clientID: "c", redirectURI: "https://app.example/cb", scopes: ["offline_access"]),
             transport: transport, sleep: { seconds in sleeps.mutate { $0.append(seconds) } })
+        transport.enqueue(.json(200, response))
+        return (transport, sleeps, provider)
     }
 
     static let tokens = #"{"access_token":"a","token_type":"Bearer","refresh_token":"r","expires_in":60}"#
 
     @Test("DEV-02 DEV-04 DEV-05: no interval means 5 s; slow_down adds 5 s for good; pending keeps the interval")
     func intervals() async throws {
-        let transport = ScriptedTransport()
-        let sleeps = LockedBox<[TimeInterval]>([])
-        let provider = try Self.provider(transport, sleeps: sleeps)
-        transport.enqueue(
-            .json(
-                200,
+        let (transport, sleeps, provider) = try Self.fixture(
+            device:
                 #"{"device_code":"d","user_code":"ABCD-EFGH","verification_uri":"https://as.example/d","expires_in":600}"#
-            ),
+        )
+        transport.enqueue(
             .json(400, #"{"error":"authorization_pending"}"#), .json(400, #"{"error":"slow_down"}"#),
             .json(400, #"{"error":"authorization_pending"}"#), .json(200, Self.tokens))
         let authorization = try await provider.deviceAuthorization()
@@ -373,14 +378,11 @@ extension IDTokenRuleTests {
 
     @Test("DEV-07 DEV-06: a timeout doubles the interval; expired_token ends the flow with a typed error")
     func backoffAndExpiry() async throws {
-        let transport = ScriptedTransport()
-        let sleeps = LockedBox<[TimeInterval]>([])
-        let provider = try Self.provider(transport, sleeps: sleeps)
-        transport.enqueue(
-            .json(
-                200,
+        let (transport, sleeps, provider) = try Self.fixture(
+            device:
                 #"{"device_code":"d","user_code":"ABCD","verification_uri":"https://as.example/d","expires_in":600,"interval":2}"#
-            ),
+        )
+        transport.enqueue(
             .failure(AuthError(.transport, "timed out")), .json(400, #"{"error":"expired_token"}"#))
         let authorization = try await provider.deviceAuthorization()
         do {
