@@ -9,17 +9,14 @@ URL_FORCED: prompt=login; the form must show although the browser is signed in. 
 must skip the form. Prints one JSON object; exits non-zero with a message when a step fails.
 """
 import json
-import os
-import shutil
 import sys
-import tempfile
 import urllib.parse
 
-from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
+
+from headless import chromium
 
 
 def fail(message):
@@ -33,18 +30,8 @@ def redirect_parameters(url):
 
 def main():
     shots, email, password, first, forced, silent = sys.argv[1:7]
-    options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=900,1000", "--no-first-run", "--disable-extensions"):
-        options.add_argument(flag)
-    options.binary_location = "/usr/bin/chromium"
-    # Chromium makes its profile folder under TMPDIR: one of ours, removed afterwards.
-    scratch = tempfile.mkdtemp(prefix="sesame-chromium-")
-    os.environ["TMPDIR"] = scratch
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(20)
     result = {}
-    try:
+    with chromium("--window-size=900,1000", "--disable-extensions") as driver:
         callback = urllib.parse.parse_qs(urllib.parse.urlsplit(first).query)["redirect_uri"][0]
         wait = WebDriverWait(driver, 10)
 
@@ -89,9 +76,6 @@ def main():
         driver.get(silent)
         wait.until(lambda d: d.current_url.startswith(callback))
         result["silent"] = redirect_parameters(driver.current_url)
-    finally:
-        driver.quit()
-        shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(result))
 
 
