@@ -30,6 +30,18 @@ import Testing
             issuedAt: oidc.clock.now)
     }
 
+    /// A well-formed DPoP resource request: `Authorization: DPoP` and a fresh proof by `key` with `ath`.
+    static func dpopGet(
+        _ oidc: OIDCHarness, _ path: String, token: String, key: JWK, nonce: String? = nil
+    ) throws -> TestBrowser.Page {
+        try oidc.browser.get(
+            path,
+            headers: [
+                ("Authorization", "DPoP \(token)"),
+                ("DPoP", try proof(oidc, key, "GET", path, token: token, nonce: nonce)),
+            ])
+    }
+
     @Test(
         "DPOP-06 DPOP-07: a proof at /token binds the tokens (token_type DPoP, cnf.jkt); the bound token needs a proof by its key"
     )
@@ -67,12 +79,7 @@ import Testing
         ])
         #expect(twoProofs.status == 401, "DPOP-11: one DPoP header only")
         // /me honours the binding too.
-        let me = try oidc.browser.get(
-            "/me",
-            headers: [
-                ("Authorization", "DPoP \(access)"), ("DPoP", try Self.proof(oidc, key, "GET", "/me", token: access)),
-            ])
-        #expect(me.status == 200)
+        #expect(try Self.dpopGet(oidc, "/me", token: access, key: key).status == 200)
         #expect(try oidc.browser.get("/me", headers: [("Authorization", "Bearer \(access)")]).status == 401)
     }
 
@@ -128,22 +135,9 @@ import Testing
         let second = try Self.dpopTokens(oidc, key: key, nonce: nonce)
         #expect(second.status == 200 && second.header("DPoP-Nonce") != nil)
         let access = try #require(second.json)["access_token"].string
-        let missing = try oidc.browser.get(
-            "/userinfo",
-            headers: [
-                ("Authorization", "DPoP \(access)"),
-                ("DPoP", try Self.proof(oidc, key, "GET", "/userinfo", token: access)),
-            ])
+        let missing = try Self.dpopGet(oidc, "/userinfo", token: access, key: key)
         #expect(missing.status == 401 && missing.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
-        let retried = try oidc.browser.get(
-            "/userinfo",
-            headers: [
-                ("Authorization", "DPoP \(access)"),
-                (
-                    "DPoP",
-                    try Self.proof(oidc, key, "GET", "/userinfo", token: access, nonce: missing.header("DPoP-Nonce"))
-                ),
-            ])
+        let retried = try Self.dpopGet(oidc, "/userinfo", token: access, key: key, nonce: missing.header("DPoP-Nonce"))
         #expect(retried.status == 200)
         oidc.clock.advance(by: 601)
         let stale = try Self.dpopTokens(oidc, key: key, nonce: nonce)
@@ -181,12 +175,7 @@ import Testing
         let nonce = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key).header("DPoP-Nonce"))
         let access = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key, nonce: nonce).json)["access_token"]
             .string
-        let me = try oidc.browser.get(
-            "/me",
-            headers: [
-                ("Authorization", "DPoP \(access)"),
-                ("DPoP", try DPoPProviderTests.proof(oidc, key, "GET", "/me", token: access)),
-            ])
+        let me = try DPoPProviderTests.dpopGet(oidc, "/me", token: access, key: key)
         #expect(me.status == 401 && me.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
         #expect(me.header("DPoP-Nonce") != nil)
     }
