@@ -210,9 +210,7 @@ import Testing
 @Suite struct DPoPClientRuleTests {
     @Test("DPOP-07: with a DPoP key, a Bearer answer is refused (no silent downgrade); DPOP-10: dpop_jkt is sent")
     func strictTokenType() async throws {
-        let metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        let metadata = try OIDCProviderMetadata.scripted()
         let transport = ScriptedTransport()
         let key = try JWK.generate(for: .es256)
         var configuration = OIDCAuthProvider.Configuration(
@@ -231,9 +229,7 @@ import Testing
 
     @Test("UserInfo without a DPoP key never sends DPoP-bound tokens as Bearer")
     func userInfoNeverBearer() async throws {
-        var metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        var metadata = try OIDCProviderMetadata.scripted()
         metadata.userInfoEndpoint = URL(string: "https://as.example/userinfo")
         let transport = ScriptedTransport()
         let provider = OIDCAuthProvider(
@@ -263,9 +259,7 @@ import Testing
 
     @Test("DPOP-08: a key whose algorithm the provider does not list is refused before anything is sent")
     func advertisedAlgorithms() async throws {
-        var metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        var metadata = try OIDCProviderMetadata.scripted()
         metadata.dpopSigningAlgorithms = ["RS256"]
         var configuration = OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "https://app.example/cb")
         configuration.dpopKey = try JWK.generate(for: .es256)
@@ -291,9 +285,7 @@ import Testing
             func url(_ text: String) throws -> URL { try #require(URL(string: text)) }
             resource = try url("https://rs.example/accounts?page=2")
             key = try JWK.generate(for: .es256)
-            var metadata = OIDCProviderMetadata(
-                authorizationEndpoint: try url("https://as.example/authorize"),
-                tokenEndpoint: try url("https://as.example/token"))
+            var metadata = try OIDCProviderMetadata.scripted()
             metadata.dpopSigningAlgorithms = ["ES256", "PS256"]
             var configuration = OIDCAuthProvider.Configuration(
                 clientID: "c", redirectURI: "https://app.example/cb", scopes: ["accounts"])

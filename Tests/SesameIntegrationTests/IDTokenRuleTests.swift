@@ -229,9 +229,7 @@ import Testing
 
     @Test("RFC 6749 §7.1: a token type other than Bearer is refused (until DPoP); any case of Bearer is fine")
     func tokenType() async throws {
-        let metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")))
+        let metadata = try OIDCProviderMetadata.scripted()
         let transport = ScriptedTransport()
         let provider = OIDCAuthProvider(
             metadata: metadata,
@@ -297,10 +295,7 @@ extension OIDCClientHarness {
 
     @Test("DEV-03: a device response with a javascript: or file: URI, or a non-ASCII user code, is refused")
     func deviceURIs() async throws {
-        let metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")),
-            deviceAuthorizationEndpoint: URL(string: "https://as.example/device"))
+        let metadata = try OIDCProviderMetadata.scripted(device: true)
         for body in [
             #"{"device_code":"d","user_code":"ABCD","verification_uri":"javascript:alert(1)","expires_in":600}"#,
             #"{"device_code":"d","user_code":"ABCD","verification_uri":"file:///etc/passwd","expires_in":600}"#,
@@ -341,10 +336,7 @@ extension IDTokenRuleTests {
     ) {
         let transport = ScriptedTransport()
         let sleeps = LockedBox<[TimeInterval]>([])
-        let metadata = OIDCProviderMetadata(
-            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
-            tokenEndpoint: try #require(URL(string: "https://as.example/token")),
-            deviceAuthorizationEndpoint: URL(string: "https://as.example/device"))
+        let metadata = try OIDCProviderMetadata.scripted(device: true)
         let provider = OIDCAuthProvider(
             metadata: metadata,
             configuration: .init(clientID: "c", redirectURI: "https://app.example/cb", scopes: ["offline_access"]),

@@ -8,6 +8,17 @@ import Testing
 /// The test's clock drives the dev server and the client alike.
 extension TestClock: TimeSource {}
 
+extension OIDCProviderMetadata {
+    /// Endpoints configured by hand at `https://as.example` (plain OAuth: no JWKS), for scripted-transport tests;
+    /// `device` adds a device authorization endpoint.
+    static func scripted(device: Bool = false) throws -> OIDCProviderMetadata {
+        OIDCProviderMetadata(
+            authorizationEndpoint: try #require(URL(string: "https://as.example/authorize")),
+            tokenEndpoint: try #require(URL(string: "https://as.example/token")),
+            deviceAuthorizationEndpoint: device ? URL(string: "https://as.example/device") : nil)
+    }
+}
+
 /// The dev server's provider and an `OIDCAuthProvider` against it, with a non-interactive user agent that posts
 /// the real sign-in form.
 struct OIDCClientHarness {
