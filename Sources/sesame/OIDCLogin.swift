@@ -34,6 +34,26 @@ enum OIDCLogin {
         return algorithm
     }
 
+    /// A new DPoP key: `requested`, else the first of ``dpopChoices`` (DPOP-08) — either way one the provider
+    /// lists, when it lists any.
+    ///
+    /// - Throws: ``CLIError`` `dpop_unsupported` when the provider lists none of them.
+    static func newDPoPKey(requested: JWSAlgorithm?, listed: [String]) throws -> JWK {
+        if listed.isEmpty {
+            FileHandle.standardError.write(
+                Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
+        }
+        let candidates = requested.map { [$0] } ?? dpopChoices
+        guard let algorithm = candidates.first(where: { listed.isEmpty || listed.contains($0.name) }) else {
+            throw CLIError(
+                status: .failure, code: "dpop_unsupported",
+                message:
+                    "the provider accepts no DPoP algorithm of \(candidates.map(\.name).joined(separator: ", ")) (it lists \(listed.map(printable).joined(separator: ", ")))"
+            )
+        }
+        return try JWK.generate(for: algorithm)
+    }
+
     static func run(_ arguments: ParsedArguments) async throws {
         let command = arguments.command
         let profile = try Profile(arguments)
@@ -74,36 +94,9 @@ enum OIDCLogin {
         let requestedAlgorithm = try dpopAlgorithm(arguments.value("--dpop-alg"), command: command)
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
         // --dpop: a new key for this profile; the tokens will be bound to it (RFC 9449).
-        var dpopKey: JWK?
-        if arguments.flag("--dpop") || requestedAlgorithm != nil {
-            let listed = metadata.dpopSigningAlgorithms
-            if listed.isEmpty {
-                FileHandle.standardError.write(
-                    Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
-            }
-            let algorithm: JWSAlgorithm
-            if let requestedAlgorithm {
-                guard listed.isEmpty || listed.contains(requestedAlgorithm.name) else {
-                    throw CLIError(
-                        status: .failure, code: "dpop_unsupported",
-                        message:
-                            "the provider does not accept \(requestedAlgorithm.name) DPoP proofs (it lists \(listed.map(printable).joined(separator: ", ")))"
-                    )
-                }
-                algorithm = requestedAlgorithm
-            } else {
-                // DPOP-08: ES256 unless the provider lists others only.
-                guard let choice = dpopChoices.first(where: { listed.isEmpty || listed.contains($0.name) }) else {
-                    throw CLIError(
-                        status: .failure, code: "dpop_unsupported",
-                        message:
-                            "the provider lists no DPoP algorithm Sesame's CLI offers (ES256, EdDSA, RS256; it lists \(listed.map(printable).joined(separator: ", ")))"
-                    )
-                }
-                algorithm = choice
-            }
-            dpopKey = try JWK.generate(for: algorithm)
-        }
+        let dpopKey =
+            arguments.flag("--dpop") || requestedAlgorithm != nil
+            ? try newDPoPKey(requested: requestedAlgorithm, listed: metadata.dpopSigningAlgorithms) : nil
         let tokens: TokenSet
         var redirectURI = arguments.value("--redirect-uri") ?? "http://127.0.0.1:0/callback"
         if device {

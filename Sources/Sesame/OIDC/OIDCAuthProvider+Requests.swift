@@ -1,0 +1,174 @@
+import Foundation
+import SesameJOSE
+
+// The requests an OIDCAuthProvider sends (form posts, DPoP proofs and their nonce retry) and how it reads a token
+// response; the protocol steps themselves are in OIDCAuthProvider.swift.
+extension OIDCAuthProvider {
+
+    /// Checks a native app's redirect URI (RFC 8252 §7, BCP-21).
+    ///
+    /// Allowed: https, `http` to a loopback IP literal, or a private-use scheme in reverse-domain form
+    /// (`com.example.app:/callback`). `http://localhost` is refused (§8.3), as is any other plain http.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/configuration``.
+    public static func checkRedirectURI(_ uri: String) throws {
+        guard let components = URLComponents(string: uri), let scheme = components.scheme?.lowercased(),
+            components.fragment == nil
+        else { throw AuthError(.configuration, "the redirect URI \(uri) is not an absolute URI without a fragment") }
+        switch scheme {
+        case "https":
+            guard components.host?.isEmpty == false else {
+                throw AuthError(.configuration, "the redirect URI has no host")
+            }
+        case "http":
+            let host = (components.host ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            guard host == "::1" || (host.hasPrefix("127.") && host.split(separator: ".").count == 4) else {
+                throw AuthError(
+                    .configuration,
+                    "an http redirect URI must be a loopback IP literal (http://127.0.0.1:PORT/… or http://[::1]:PORT/…)"
+                        + (host == "localhost" ? ", not localhost (RFC 8252 §8.3)" : ""))
+            }
+        default:
+            guard scheme.contains("."), !["javascript", "data", "file"].contains(scheme) else {
+                throw AuthError(
+                    .configuration,
+                    "a private-use redirect scheme must be reverse-domain (com.example.app:/callback), not \(scheme)")
+            }
+        }
+    }
+
+    /// Whether `url` arrived on `expected`: same scheme, host, port and path (the query is the response).
+    static func sameEndpoint(_ url: URL, _ expected: String) -> Bool {
+        guard let a = URLComponents(url: url, resolvingAgainstBaseURL: false), let b = URLComponents(string: expected)
+        else { return false }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && a.port == b.port && a.percentEncodedPath == b.percentEncodedPath
+    }
+
+    func postForm(_ url: URL, _ pairs: [(String, String)], headers extra: SesameHTTP.Headers = [:]) async throws
+        -> SesameHTTP.Response
+    {
+        var headers: SesameHTTP.Headers = [
+            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
+        ]
+        for field in extra { headers[field.name] = field.value }
+        return try await transport.send(
+            SesameHTTP.Request(method: "POST", url: url, headers: headers, body: Data(Self.formEncode(pairs).utf8)))
+    }
+
+    /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
+    /// (RFC 9449 §8; the provider refuses before spending anything).
+    func postWithProof(_ url: URL, _ pairs: [(String, String)]) async throws -> SesameHTTP.Response {
+        guard configuration.usesDPoP else { return try await postForm(url, pairs) }
+        guard let dpopSigner else {
+            throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
+        }
+        var retried = false
+        while true {
+            let proof = try dpopSigner.proof(
+                method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
+            let response = try await postForm(url, pairs, headers: ["DPoP": proof])
+            let nonce = response.header("DPoP-Nonce").flatMap { DPoPNonces.isAcceptable($0) ? $0 : nil }
+            if let nonce { dpopNonces.remember(nonce, for: url) }
+            if !retried, nonce != nil, response.status == 400, ServerErrorResponse(response)?.error == "use_dpop_nonce"
+            {
+                retried = true
+                continue
+            }
+            return response
+        }
+    }
+
+    /// A token response as a ``TokenSet``, its ID token validated.
+    func tokens(from response: SesameHTTP.Response, expecting: IDTokenValidator.Expectations, previous: TokenSet?)
+        async throws -> TokenSet
+    {
+        let receivedAt = timeSource.now
+        if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
+            let serverDate = Self.httpDate(header)
+        {
+            let offset = serverDate.timeIntervalSince(receivedAt)
+            // Only a skew worth correcting; the Date header has one-second resolution.
+            // A skew worth correcting, and a sane one (a Date a year off is a broken server, not a clock fix).
+            clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
+        }
+        guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
+            RESTAuthProvider.isTokenText(access), let type = json["token_type"]?.stringValue,
+            RESTAuthProvider.isTokenText(type), type.utf8.count <= 32
+        else { throw AuthError(.invalidResponse, "the token response has no usable access_token and token_type") }
+        // RFC 6749 §7.1: a client must understand the token type. With a DPoP key only DPoP tokens are taken
+        // (RFC 9449 §5, strict: a Bearer answer would silently drop the protection); without one, Bearer only.
+        let expected = configuration.usesDPoP ? "dpop" : "bearer"
+        guard type.lowercased() == expected else {
+            throw AuthError(
+                .invalidResponse, "the token type is \(type), not \(expected == "dpop" ? "DPoP" : "Bearer")")
+        }
+        let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
+        guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {
+            throw AuthError(.invalidResponse, "the token response's refresh_token is malformed")
+        }
+        var idToken = previous?.idToken
+        var user = previous?.user
+        if let validator, let keys {
+            if let returned = json["id_token"]?.stringValue {
+                var expectations = expecting
+                expectations.accessToken = access
+                let claims = try await validator.validate(
+                    returned, expecting: expectations, keys: keys, now: receivedAt)
+                idToken = returned
+                user = TokenSet.User(
+                    id: claims.subject ?? "", email: claims["email"]?.stringValue, claims: claims.values.dictionary)
+            } else if previous == nil, wantsOpenID {
+                throw AuthError(.invalidResponse, "the token response has no id_token although openid was requested")
+            }
+        }
+        return TokenSet(
+            accessToken: access, tokenType: type, refreshToken: refresh, idToken: idToken,
+            expiresAt: TokenSet.expiry(
+                expiresIn: json["expires_in"]?.doubleValue, accessToken: access, receivedAt: receivedAt),
+            receivedAt: receivedAt,
+            scope: json["scope"]?.stringValue ?? previous?.scope
+                ?? (previous == nil ? configuration.scopes.joined(separator: " ") : nil), user: user,
+            dpopKeyThumbprint: dpopThumbprint)
+    }
+
+    static func failure(_ response: SesameHTTP.Response, _ what: String) -> AuthError {
+        let base = AuthError.unexpected(response)
+        return AuthError(
+            base.code, "\(what): \(base.message)", statusCode: response.status, serverResponse: base.serverResponse)
+    }
+
+    static func formEncode(_ pairs: [(String, String)]) -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        return pairs.map {
+            ($0.0.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") + "="
+                + ($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+        }.joined(separator: "&")
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form RFC 9110 lets a sender use.
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
+    }
+}
+
+/// A set that forgets its oldest members beyond `capacity`.
+struct BoundedSet: Sendable {
+    let capacity: Int
+    private var members: Set<String> = []
+    private var order: [String] = []
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Inserts `member`; false when it was there already.
+    mutating func insert(_ member: String) -> Bool {
+        guard members.insert(member).inserted else { return false }
+        order.append(member)
+        if order.count > capacity { members.remove(order.removeFirst()) }
+        return true
+    }
+}
