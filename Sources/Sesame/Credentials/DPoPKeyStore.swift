@@ -190,18 +190,9 @@ public struct KeychainDPoPKeyStore: DPoPKeyStore {
             }
             item = Item(kind: "jwk", jwk: key.jsonValue(includingPrivate: true).jsonString)
         }
-        let data = try JSONEncoder().encode(item)
-        var add = query(profile)
-        add.data = data
-        add.accessibility = accessibility
-        switch backend.add(add) {
-        case .success: return signer
-        case .duplicateItem:
-            let status = backend.update(query(profile), data: data)
-            guard status == .success else { throw KeychainTokenStore.error(status, "replace the DPoP key") }
-            return signer
-        case let status: throw KeychainTokenStore.error(status, "store the DPoP key")
-        }
+        let status = backend.upsert(query(profile), data: try JSONEncoder().encode(item), accessibility: accessibility)
+        guard status == .success else { throw KeychainTokenStore.error(status, "store the DPoP key") }
+        return signer
     }
 
     /// Deletes the profile's key item.

@@ -78,6 +78,21 @@ public protocol KeychainBackend: Sendable {
     func delete(_ query: KeychainQuery) -> KeychainStatus
 }
 
+extension KeychainBackend {
+    /// Adds the item of `query` with `data`, or replaces the data of the one that exists (add, then update on
+    /// ``KeychainStatus/duplicateItem``): the one write path of the Keychain stores.
+    public func upsert(
+        _ query: KeychainQuery, data: Data, accessibility: KeychainAccessibility, usesAccessControl: Bool = false
+    ) -> KeychainStatus {
+        var item = query
+        item.data = data
+        item.accessibility = accessibility
+        item.usesAccessControl = usesAccessControl
+        let status = add(item)
+        return status == .duplicateItem ? update(query, data: data) : status
+    }
+}
+
 /// A ``TokenStore`` on the Keychain: one generic-password item per profile, accessible after first unlock on
 /// this device only by default.
 ///
@@ -143,17 +158,9 @@ public struct KeychainTokenStore: TokenStore {
     /// Adds or updates the profile's item.
     public func save(_ tokens: TokenSet, profile: String) async throws {
         let data = try JSONEncoder().encode(tokens)
-        var add = query(profile: profile)
-        add.data = data
-        add.accessibility = accessibility
-        add.usesAccessControl = usesAccessControl
-        switch backend.add(add) {
-        case .success: return
-        case .duplicateItem:
-            let status = backend.update(query(profile: profile), data: data)
-            guard status == .success else { throw Self.error(status, "update") }
-        case let status: throw Self.error(status, "add")
-        }
+        let status = backend.upsert(
+            query(profile: profile), data: data, accessibility: accessibility, usesAccessControl: usesAccessControl)
+        guard status == .success else { throw Self.error(status, "save") }
     }
 
     /// Deletes the profile's item.
