@@ -10,6 +10,22 @@ import Testing
 @Suite struct DPoPKeyStoreTests {
     static let now = Date()
 
+    /// Reading the key and making one if needed both fail with store_unavailable (try later), never "no key".
+    static func expectUnavailable(_ store: KeychainDPoPKeyStore, _ what: String) async {
+        for attempt in 0..<2 {
+            do {
+                _ =
+                    attempt == 0
+                    ? try await store.key(profile: "default") : try await store.keyCreatingIfNeeded(profile: "default")
+                Issue.record("\(what) answered")
+            } catch let error as AuthError {
+                #expect(error.code == .storeUnavailable && error.isTransient && !error.requiresReauthentication)
+            } catch {
+                Issue.record("\(what): \(error)")
+            }
+        }
+    }
+
     /// A proof from `signer`, checked as a server checks it.
     static func proves(_ signer: DPoPSigner) throws -> String {
         let url = try #require(URL(string: "https://as.example/token"))
@@ -54,16 +70,7 @@ import Testing
         let store = KeychainDPoPKeyStore(service: "app", backend: keychain, hardware: EmulatedSecureEnclave())
         let original = try await store.keyCreatingIfNeeded(profile: "default")
         keychain.setLocked(true)
-        for attempt in 0..<2 {
-            do {
-                _ =
-                    attempt == 0
-                    ? try await store.key(profile: "default") : try await store.keyCreatingIfNeeded(profile: "default")
-                Issue.record("a locked Keychain answered")
-            } catch let error as AuthError {
-                #expect(error.code == .storeUnavailable && error.isTransient && !error.requiresReauthentication)
-            }
-        }
+        await Self.expectUnavailable(store, "a locked Keychain")
         keychain.setLocked(false)
         #expect(try await store.key(profile: "default")?.thumbprint == original.thumbprint)
     }
@@ -118,16 +125,7 @@ import Testing
         enclave.setFailing(false)
         let original = try await store.keyCreatingIfNeeded(profile: "default")
         enclave.setFailing(true)
-        for attempt in 0..<2 {
-            do {
-                _ =
-                    attempt == 0
-                    ? try await store.key(profile: "default") : try await store.keyCreatingIfNeeded(profile: "default")
-                Issue.record("a failing enclave answered")
-            } catch let error as AuthError {
-                #expect(error.code == .storeUnavailable)
-            }
-        }
+        await Self.expectUnavailable(store, "a failing enclave")
         enclave.setFailing(false)
         #expect(try await store.key(profile: "default")?.thumbprint == original.thumbprint)
     }
