@@ -36,12 +36,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // libcurl (Debian `libcurl4-openssl-dev`) for the Linux transport, which waits in the kernel instead of
-        // spinning like FoundationNetworking's URLSession. Apple platforms use URLSession.
-        .systemLibrary(
+        // libcurl for the Linux transport, which waits in the kernel instead of spinning like FoundationNetworking's
+        // URLSession. Opened with dlopen at run time (libcurl.so.4, which FoundationNetworking links too), so the
+        // package builds without libcurl's development files. Apple platforms use URLSession.
+        .target(
             name: "CSesameCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         // The Linux keyring through libsecret, opened with dlopen at run time (builds without libsecret).
         .target(

@@ -151,7 +151,7 @@ mapfile -t sesame_sources < <(find "$root/Sources/Sesame" -name '*.swift')
 typecheck "Sesame (URLSession transport, no libcurl or libsecret)" -module-name Sesame "${main_modules[@]}" \
     "${sesame_sources[@]}"
 typecheck "SesameApple" -module-name SesameApple -D SESAME_APPLE_TYPECHECK "${main_modules[@]}" \
-    -Xcc "-fmodule-map-file=$root/Sources/CSesameCurl/module.modulemap" \
+    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameCurl.build/module.modulemap" \
     -Xcc "-fmodule-map-file=$root/.build/debug/CSesameSecret.build/module.modulemap" "$root"/Sources/SesameApple/*.swift
 echo "check-apple-backend.sh: only a Mac can check: Apple's runtime behaviour (Keychain, Secure Enclave, CryptoKit,"
 echo "  Security RSA, ASWebAuthenticationSession), the stand-ins' fidelity, and the os(iOS/macOS) branches"

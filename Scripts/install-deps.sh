@@ -3,8 +3,10 @@
 # On Debian/Ubuntu it uses apt-get (with sudo when not root) and says what it installs; elsewhere it prints the
 # list to install by hand and stops.
 #
-#   build:  pkg-config, OpenSSL headers (libssl-dev), SQLite headers (libsqlite3-dev), libcurl headers
-#           (libcurl4-openssl-dev, the Linux HTTP transport)
+#   build:  pkg-config, OpenSSL headers (libssl-dev), SQLite headers (libsqlite3-dev); all three are on a new
+#           machine of the kind we build on. libcurl is opened at run time (libcurl.so.4, which the toolchain's
+#           FoundationNetworking links): the build needs no libcurl headers
+#           (check-curl-abi.sh installs libcurl's headers itself, to compare our declarations with them)
 #   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
 #           zsh and fish (completion scripts are syntax-checked), Chromium + chromedriver (the provider's sign-in
 #           page in a real browser), and from PyPI Selenium, Authlib (a third-party OAuth client) and
@@ -15,7 +17,6 @@ missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # the dev server's store
-pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)  # the Linux HTTP transport
 command -v python3 >/dev/null 2>&1 || missing+=(python3)  # the CLI tests' one-shot HTTP server
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # The real Linux keyring for the Secret Service store's test (a private D-Bus session runs it).
@@ -52,8 +53,8 @@ fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "install-deps.sh: this is not a Debian-like system; install these (Debian package names) by hand:" >&2
     echo "  ${missing[*]}" >&2
-    echo "  (OpenSSL, SQLite and libcurl development headers, pkg-config, python3, curl, D-Bus, GNOME Keyring," >&2
-    echo "   libsecret, zsh, fish — e.g. 'dnf install openssl-devel sqlite-devel libcurl-devel ...')" >&2
+    echo "  (OpenSSL and SQLite development headers, pkg-config, python3, curl, D-Bus, GNOME Keyring," >&2
+    echo "   libsecret, zsh, fish — e.g. 'dnf install openssl-devel sqlite-devel ...')" >&2
     exit 1
 fi
 sudo=""

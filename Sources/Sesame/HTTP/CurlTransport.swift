@@ -11,6 +11,10 @@
     /// `http` and `https` are spoken; task cancellation aborts the transfer and throws `CancellationError`;
     /// responses larger than ``maximumResponseSize`` are refused; connections are reused across requests, at most
     /// ``maximumConnectionsPerHost`` at once per host (more requests queue).
+    ///
+    /// libcurl is opened at run time (`libcurl.so.4`, which FoundationNetworking links as well), so building needs
+    /// no libcurl development files. Where it cannot be loaded, every request throws ``AuthError`` with
+    /// ``AuthError/Code/transport`` saying so — a transient failure that never ends a session.
     public struct CurlTransport: HTTPTransport {
         /// The largest response body accepted (default 16 MiB).
         public let maximumResponseSize: Int
@@ -42,7 +46,7 @@
         // Touched by the engine thread only once submitted (the callbacks run there); `continuation` and
         // `cancelled` are guarded by the engine's lock.
         let handle: UnsafeMutableRawPointer
-        private var headerList: UnsafeMutablePointer<curl_slist>?
+        private var headerList: UnsafeMutableRawPointer?
         let host: String
         let maximumResponseSize: Int
         var headers: [SesameHTTP.Headers.Field] = []
@@ -56,7 +60,11 @@
                 throw AuthError(.configuration, "only http and https URLs can be sent")
             }
             guard request.hasValidMethod else { throw AuthError(.configuration, "the method is not an HTTP token") }
-            guard let handle = curl_easy_init() else { throw AuthError(.transport, "libcurl could not start") }
+            guard csesame_curl_load() != 0 else {
+                let reason = csesame_curl_load_error().map { String(cString: $0) } ?? "unknown reason"
+                throw AuthError(.transport, "libcurl could not be loaded: \(reason)")
+            }
+            guard let handle = csesame_curl_easy_init() else { throw AuthError(.transport, "libcurl could not start") }
             self.handle = handle
             self.host = request.url.host ?? "the server"
             self.maximumResponseSize = maximumResponseSize
@@ -64,62 +72,71 @@
         }
 
         deinit {
-            curl_easy_cleanup(handle)
-            curl_slist_free_all(headerList)
+            csesame_curl_easy_cleanup(handle)
+            csesame_curl_slist_free_all(headerList)
         }
 
         private func configure(_ request: SesameHTTP.Request) throws {
-            var ok = csesame_curl_set_string(handle, CURLOPT_URL, request.url.absoluteString) == CURLE_OK
-            ok = ok && csesame_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK
-            ok = ok && csesame_curl_set_long(handle, CURLOPT_NOSIGNAL, 1) == CURLE_OK
-            ok = ok && csesame_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
+            var ok =
+                csesame_curl_set_string(handle, CSESAME_CURLOPT_URL, request.url.absoluteString) == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_string(handle, CSESAME_CURLOPT_PROTOCOLS_STR, "http,https") == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_NOSIGNAL, 1) == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_FOLLOWLOCATION, 0) == CSESAME_CURLE_OK
             let milliseconds = Int(max(0.001, min(request.timeout, 86_400)) * 1000)
-            ok = ok && csesame_curl_set_long(handle, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
-            ok = ok && csesame_curl_set_string(handle, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK
+            ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_TIMEOUT_MS, milliseconds) == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_string(handle, CSESAME_CURLOPT_ACCEPT_ENCODING, "") == CSESAME_CURLE_OK
             let method = request.method.uppercased()
             switch method {
             case "GET" where request.body == nil:
-                ok = ok && csesame_curl_set_long(handle, CURLOPT_HTTPGET, 1) == CURLE_OK
+                ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_HTTPGET, 1) == CSESAME_CURLE_OK
             case "HEAD":
-                ok = ok && csesame_curl_set_long(handle, CURLOPT_NOBODY, 1) == CURLE_OK
+                ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_NOBODY, 1) == CSESAME_CURLE_OK
             default:
                 if let body = request.body {
                     ok =
                         ok
-                        && csesame_curl_set_size(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-                            == CURLE_OK
+                        && csesame_curl_set_size(handle, CSESAME_CURLOPT_POSTFIELDSIZE_LARGE, Int64(body.count))
+                            == CSESAME_CURLE_OK
                     // COPYPOSTFIELDS copies the bytes, so the request need not outlive this call.
                     ok =
                         ok
                         && (body.isEmpty
-                            ? csesame_curl_set_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+                            ? csesame_curl_set_string(handle, CSESAME_CURLOPT_COPYPOSTFIELDS, "")
                             : body.withUnsafeBytes { bytes in
                                 csesame_curl_set_pointer(
-                                    handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+                                    handle, CSESAME_CURLOPT_COPYPOSTFIELDS,
+                                    UnsafeMutableRawPointer(mutating: bytes.baseAddress)
                                 )
-                            }) == CURLE_OK
+                            }) == CSESAME_CURLE_OK
                 }
                 if method != "POST" || request.body == nil {
-                    ok = ok && csesame_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method) == CURLE_OK
+                    ok =
+                        ok && csesame_curl_set_string(handle, CSESAME_CURLOPT_CUSTOMREQUEST, method) == CSESAME_CURLE_OK
                 }
             }
-            var list: UnsafeMutablePointer<curl_slist>?
+            var list: UnsafeMutableRawPointer?
             for field in request.headers.fields {
                 guard Self.isSafe(field.name), Self.isSafe(field.value) else {
                     throw AuthError(.configuration, "a header name or value contains a control character")
                 }
-                list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+                list = csesame_curl_slist_append(
+                    list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
             }
             // No `Expect: 100-continue` pause, and no invented form content type for bodies without one.
-            list = curl_slist_append(list, "Expect:")
-            if !request.headers.contains("Content-Type") { list = curl_slist_append(list, "Content-Type:") }
+            list = csesame_curl_slist_append(list, "Expect:")
+            if !request.headers.contains("Content-Type") { list = csesame_curl_slist_append(list, "Content-Type:") }
             headerList = list
-            ok = ok && csesame_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list)) == CURLE_OK
+            ok = ok && csesame_curl_set_pointer(handle, CSESAME_CURLOPT_HTTPHEADER, list) == CSESAME_CURLE_OK
             let context = Unmanaged.passUnretained(self).toOpaque()
-            ok = ok && csesame_curl_set_callback(handle, CURLOPT_WRITEFUNCTION, curlWriteBody) == CURLE_OK
-            ok = ok && csesame_curl_set_pointer(handle, CURLOPT_WRITEDATA, context) == CURLE_OK
-            ok = ok && csesame_curl_set_callback(handle, CURLOPT_HEADERFUNCTION, curlReceiveHeader) == CURLE_OK
-            ok = ok && csesame_curl_set_pointer(handle, CURLOPT_HEADERDATA, context) == CURLE_OK
+            ok =
+                ok
+                && csesame_curl_set_callback(handle, CSESAME_CURLOPT_WRITEFUNCTION, curlWriteBody) == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_pointer(handle, CSESAME_CURLOPT_WRITEDATA, context) == CSESAME_CURLE_OK
+            ok =
+                ok
+                && csesame_curl_set_callback(handle, CSESAME_CURLOPT_HEADERFUNCTION, curlReceiveHeader)
+                    == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_pointer(handle, CSESAME_CURLOPT_HEADERDATA, context) == CSESAME_CURLE_OK
             guard ok else { throw AuthError(.transport, "libcurl refused the request's options") }
         }
 
@@ -149,26 +166,28 @@
         }
 
         /// The outcome once libcurl reports the transfer done.
-        func outcome(_ code: CURLcode) -> Result<SesameHTTP.Response, any Error> {
-            guard code == CURLE_OK else { return .failure(error(code)) }
+        func outcome(_ code: Int32) -> Result<SesameHTTP.Response, any Error> {
+            guard code == CSESAME_CURLE_OK else { return .failure(error(code)) }
             var status = 0
             _ = csesame_curl_response_code(handle, &status)
             return .success(SesameHTTP.Response(status: status, headers: SesameHTTP.Headers(headers), body: body))
         }
 
-        private func error(_ code: CURLcode) -> AuthError {
+        private func error(_ code: Int32) -> AuthError {
             let reason: String
             switch code {
-            case CURLE_OPERATION_TIMEDOUT: reason = "timed out"
-            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            case CSESAME_CURLE_OPERATION_TIMEDOUT: reason = "timed out"
+            case CSESAME_CURLE_COULDNT_CONNECT, CSESAME_CURLE_COULDNT_RESOLVE_HOST, CSESAME_CURLE_COULDNT_RESOLVE_PROXY:
                 reason = "cannot connect"
-            case CURLE_WRITE_ERROR where tooLarge: reason = "the response is larger than \(maximumResponseSize) bytes"
-            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM,
-                CURLE_SSL_CACERT_BADFILE:
+            case CSESAME_CURLE_WRITE_ERROR where tooLarge:
+                reason = "the response is larger than \(maximumResponseSize) bytes"
+            case CSESAME_CURLE_PEER_FAILED_VERIFICATION, CSESAME_CURLE_SSL_CONNECT_ERROR, CSESAME_CURLE_SSL_CERTPROBLEM,
+                CSESAME_CURLE_SSL_CACERT_BADFILE:
                 reason = "TLS verification failed"
-            case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE:
+            case CSESAME_CURLE_GOT_NOTHING, CSESAME_CURLE_RECV_ERROR, CSESAME_CURLE_SEND_ERROR,
+                CSESAME_CURLE_PARTIAL_FILE:
                 reason = "the connection was lost"
-            default: reason = "the request failed (\(String(cString: curl_easy_strerror(code))))"
+            default: reason = "the request failed (\(String(cString: csesame_curl_easy_strerror(code))))"
             }
             return AuthError(.transport, "no response from \(host): \(reason)")
         }
@@ -209,12 +228,11 @@
         let maximumConnectionsPerHost = 32
 
         private init() {
-            curl_global_init(Int(CURL_GLOBAL_DEFAULT))
             // swift-format-ignore: NeverForceUnwrap
             // (curl_multi_init fails only when out of memory)
-            multi = curl_multi_init()!
-            _ = csesame_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maximumConnectionsPerHost)
-            _ = csesame_curl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 256)
+            multi = csesame_curl_multi_init()!
+            _ = csesame_curl_multi_set_long(multi, CSESAME_CURLMOPT_MAX_HOST_CONNECTIONS, maximumConnectionsPerHost)
+            _ = csesame_curl_multi_set_long(multi, CSESAME_CURLMOPT_MAX_TOTAL_CONNECTIONS, 256)
             let thread = Thread { [unowned self] in self.run() }
             thread.name = "sesame.curl"
             thread.start()
@@ -230,7 +248,7 @@
             exchange.continuation = continuation
             incoming.append(exchange)
             lock.unlock()
-            curl_multi_wakeup(multi)
+            csesame_curl_multi_wakeup(multi)
         }
 
         func cancel(_ exchange: CurlExchange) {
@@ -239,17 +257,17 @@
             let submitted = exchange.continuation != nil
             if submitted { cancellations.append(exchange) }
             lock.unlock()
-            if submitted { curl_multi_wakeup(multi) }
+            if submitted { csesame_curl_multi_wakeup(multi) }
         }
 
         private func run() {
             var running: Int32 = 0
             while true {
                 admit()
-                curl_multi_perform(multi, &running)
+                _ = csesame_curl_multi_perform(multi, &running)
                 collect()
                 // Blocks in poll(2) until a socket is ready, a timer is due, or submit/cancel wakes it.
-                curl_multi_poll(multi, nil, 0, 1000, nil)
+                _ = csesame_curl_multi_poll(multi, 1000)
             }
         }
 
@@ -261,27 +279,25 @@
             cancellations = []
             lock.unlock()
             for exchange in new {
-                if curl_multi_add_handle(multi, exchange.handle) == CURLM_OK {
+                if csesame_curl_multi_add_handle(multi, exchange.handle) == 0 {
                     active[exchange.handle] = exchange
                 } else {
                     finish(exchange, .failure(AuthError(.transport, "libcurl could not start the transfer")))
                 }
             }
             for exchange in cancelled where active[exchange.handle] != nil {
-                curl_multi_remove_handle(multi, exchange.handle)
+                _ = csesame_curl_multi_remove_handle(multi, exchange.handle)
                 active[exchange.handle] = nil
                 finish(exchange, .failure(CancellationError()))
             }
         }
 
         private func collect() {
-            var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
-                guard csesame_curl_message_done(message) != 0, let handle = csesame_curl_message_handle(message),
-                    let exchange = active.removeValue(forKey: handle)
-                else { continue }
-                let code = csesame_curl_message_result(message)
-                curl_multi_remove_handle(multi, handle)
+            var handle: UnsafeMutableRawPointer?
+            var code: Int32 = 0
+            while csesame_curl_multi_next_done(multi, &handle, &code) != 0 {
+                guard let done = handle, let exchange = active.removeValue(forKey: done) else { continue }
+                _ = csesame_curl_multi_remove_handle(multi, done)
                 finish(exchange, exchange.outcome(code))
             }
         }
