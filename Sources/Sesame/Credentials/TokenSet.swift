@@ -74,14 +74,18 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         self.dpopKeyThumbprint = dpopKeyThumbprint
     }
 
-    /// The expiry to assume for a freshly received access token: `expires_in` seconds after `receivedAt`; else
-    /// the token's own `exp` when it is a JWT (read for scheduling only, never trusted for access decisions);
-    /// else nil (unknown: rely on a 401).
+    /// The expiry to assume for a freshly received access token.
     ///
-    /// Absurd values (more than ten years, or not finite) count as unknown rather than as forever.
+    /// - `expires_in` ≤ 0: expired now (the token is refreshed before its first use).
+    /// - `expires_in` a number of seconds up to ``maximumLifetime``: that long after `receivedAt`.
+    /// - `expires_in` absent, not a number (`"3600"`), not finite or beyond ``maximumLifetime`` (`1e308`): treated
+    ///   as absent — the token's own `exp` when it is a JWT and within ``maximumLifetime`` (read for scheduling
+    ///   only, never trusted for access decisions); else nil: the lifetime is unknown and the token is refreshed
+    ///   after a 401. A nonsense value is never taken as "never expires".
     public static func expiry(expiresIn: Double?, accessToken: String, receivedAt: Date) -> Date? {
-        if let expiresIn, expiresIn.isFinite, expiresIn > 0 {
-            return expiresIn <= maximumLifetime ? receivedAt.addingTimeInterval(expiresIn) : nil
+        if let expiresIn, !expiresIn.isNaN {
+            if expiresIn <= 0 { return receivedAt }
+            if expiresIn <= maximumLifetime { return receivedAt.addingTimeInterval(expiresIn) }
         }
         guard let exp = (try? JWT.unverifiedClaims(of: accessToken))?.expiresAt,
             exp.timeIntervalSince(receivedAt) <= maximumLifetime
@@ -89,8 +93,8 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         return exp
     }
 
-    /// The longest access-token lifetime taken at face value: ten years.
-    public static let maximumLifetime: TimeInterval = 10 * 365 * 86400
+    /// The longest access-token lifetime taken at face value: one year.
+    public static let maximumLifetime: TimeInterval = 365 * 86400
 
     /// Whether the access token expires within `leeway` of `now` (false when the expiry is unknown).
     ///

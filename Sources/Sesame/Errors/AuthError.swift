@@ -98,12 +98,12 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         self.serverResponse = serverResponse
     }
 
-    /// Whether retrying later may succeed (network, 5xx, 429, store unavailable).
+    /// Whether retrying later may succeed (network, 5xx, 408, 429, store unavailable).
     ///
     /// Credentials are kept.
     public var isTransient: Bool {
         code == .transport || code == .storeUnavailable
-            || (code == .server && (statusCode.map { $0 >= 500 || $0 == 429 } ?? false))
+            || (code == .server && (statusCode.map { $0 >= 500 || $0 == 429 || $0 == 408 } ?? false))
     }
 
     /// Whether the user has to sign in again.

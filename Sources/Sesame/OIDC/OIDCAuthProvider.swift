@@ -275,7 +275,8 @@ public struct OIDCAuthProvider: AuthProvider {
     /// Refreshes: the old refresh token is kept when none is returned; a returned ID token is validated (no nonce)
     /// and must name the same `iss` and `sub` as the original (OIDC Core §12.2).
     ///
-    /// - Throws: ``AuthError`` — ``AuthError/Code/refreshRejected`` for `invalid_grant`, ``AuthError/Code/noRefreshToken``,
+    /// - Throws: ``AuthError`` — ``AuthError/Code/refreshRejected`` for a 400 or 401 with an OAuth error body, whatever
+    ///   its code (``ServerErrorResponse/isDefinitiveRefreshRejection(_:)``), ``AuthError/Code/noRefreshToken``,
     ///   ``AuthError/Code/idTokenRejected``, ``AuthError/Code/dpopKeyMismatch`` (tokens bound to another key or
     ///   to none configured), transient errors.
     public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
@@ -290,9 +291,15 @@ public struct OIDCAuthProvider: AuthProvider {
             [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", configuration.clientID)])
         guard response.status == 200 else {
             let error = Self.failure(response, "the refresh was refused")
-            if response.status == 400 || response.status == 401, error.serverResponse?.oauthError == .invalidGrant {
+            if ServerErrorResponse.isDefinitiveRefreshRejection(response) {
                 throw AuthError(
                     .refreshRejected, "the provider rejected the refresh token", serverResponse: error.serverResponse)
+            }
+            // Anything else may go differently next time (DESIGN §3): a proxy's 403, a captive portal's page.
+            guard error.isTransient else {
+                throw AuthError(
+                    .transport, "\(error.message) (not an OAuth error answer; the session is kept, try again later)",
+                    statusCode: response.status, serverResponse: error.serverResponse)
             }
             throw error
         }

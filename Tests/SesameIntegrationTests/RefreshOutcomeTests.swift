@@ -1,0 +1,122 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import SesameTesting
+import Testing
+
+/// How a refused refresh is classified (DESIGN §3): definitive ends the session, transient keeps it; and how a
+/// token response's `expires_in` becomes an expiry.
+@Suite struct RefreshOutcomeTests {
+    static func provider(_ transport: ScriptedTransport) throws -> OIDCAuthProvider {
+        OIDCAuthProvider(
+            metadata: try OIDCProviderMetadata.scripted(),
+            configuration: .init(clientID: "c", redirectURI: "https://app.example/cb", scopes: ["offline_access"]),
+            transport: transport)
+    }
+
+    static let stored = TokenSet(accessToken: "a-0", refreshToken: "r-0")
+
+    @Test(
+        "REFRESH: a 400/401 with an OAuth error body is definitive whatever the code; use_dpop_nonce is not",
+        arguments: [
+            (400, #"{"error":"invalid_grant"}"#, true),
+            (400, #"{"error":"invalid_request","error_description":"unknown refresh token"}"#, true),
+            (401, #"{"error":"invalid_client"}"#, true),
+            (400, #"{"error":"unauthorized_client"}"#, true),
+            (400, #"{"error":"made_up_by_the_provider"}"#, true),
+            (400, #"{"error":"use_dpop_nonce"}"#, false),
+            (400, #"{"error":""}"#, false),
+            (400, #"{"error":"bad\"quote"}"#, false),
+            (400, #"{"error":42}"#, false),
+            (400, #"["invalid_grant"]"#, false),
+            (403, #"{"error":"invalid_grant"}"#, false),
+            (500, #"{"error":"invalid_grant"}"#, false),
+            (503, #"{"error":"temporarily_unavailable"}"#, false),
+            (408, "", false),
+            (429, #"{"error":"slow_down"}"#, false),
+            (400, "<html><body>Sign in to the hotel Wi-Fi</body></html>", false),
+            (401, "", false),
+        ])
+    func classification(status: Int, body: String, definitive: Bool) async throws {
+        let transport = ScriptedTransport()
+        transport.enqueue(.json(status, body))
+        do {
+            _ = try await Self.provider(transport).refresh(Self.stored)
+            Issue.record("a refused refresh succeeded")
+        } catch let error as AuthError {
+            #expect((error.code == .refreshRejected) == definitive, "\(status) \(body): \(error.code)")
+            #expect(error.requiresReauthentication == definitive, "\(status) \(body)")
+            #expect(error.isTransient == !definitive, "\(status) \(body)")
+        }
+    }
+
+    @Test("REFRESH: a dead refresh token answered invalid_request ends the session instead of leaving it stuck")
+    func invalidRequestEndsTheSession() async throws {
+        let transport = ScriptedTransport()
+        let store = InMemoryTokenStore()
+        let session = AuthSession(provider: try Self.provider(transport), store: store)
+        try await session.signIn(with: Self.stored)
+        transport.enqueue(.json(400, #"{"error":"invalid_request","error_description":"Invalid refresh token"}"#))
+        await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
+        #expect(await session.status == .signedOut(reason: .sessionExpired))
+        #expect(try await store.load(profile: "default") == nil, "the dead credentials are deleted")
+    }
+
+    @Test("REFRESH: a captive portal's page keeps the session and its credentials")
+    func captivePortalKeepsTheSession() async throws {
+        let transport = ScriptedTransport()
+        let store = InMemoryTokenStore()
+        let session = AuthSession(provider: try Self.provider(transport), store: store)
+        try await session.signIn(with: Self.stored)
+        transport.enqueue(
+            .response(
+                SesameHTTP.Response(
+                    status: 400, headers: ["Content-Type": "text/html"], body: Data("<html>log in</html>".utf8))))
+        do {
+            _ = try await session.forceRefresh()
+            Issue.record("the portal's page refreshed")
+        } catch let error as AuthError {
+            #expect(error.isTransient)
+        }
+        #expect(await session.status == .active)
+        #expect(try await store.load(profile: "default")?.refreshToken == "r-0")
+    }
+
+    @Test(
+        "EXPIRY: expires_in ≤ 0 is expired now; a non-number or beyond a year is absent (the JWT's exp, else unknown)",
+        arguments: [
+            (#"-100"#, 0.0 as Double?),
+            (#"0"#, 0),
+            (#"-1e308"#, 0),
+            (#"3600"#, 3600),
+            (#"31536000"#, 31_536_000),
+            (#"31536001"#, nil),
+            (#"1e308"#, nil),
+            (#"1000000000000000000000000000000"#, nil),
+            (#""3600""#, nil),
+            (#"null"#, nil),
+            (#"true"#, nil),
+        ])
+    func expiresIn(json: String, seconds: Double?) async throws {
+        let transport = ScriptedTransport()
+        let provider = try Self.provider(transport)
+        transport.enqueue(.json(200, #"{"access_token":"opaque","token_type":"Bearer","expires_in":\#(json)}"#))
+        let tokens = try await provider.refresh(Self.stored)
+        let receivedAt = try #require(tokens.receivedAt)
+        #expect(tokens.expiresAt.map { $0.timeIntervalSince(receivedAt) } == seconds, "expires_in \(json)")
+        if seconds == 0 { #expect(tokens.needsRefresh(at: receivedAt), "expired now means refresh before use") }
+    }
+
+    @Test("EXPIRY: a nonsense expires_in falls back to the JWT access token's own exp")
+    func nonsenseExpiresInUsesTheJWTsExp() throws {
+        let receivedAt = Date(timeIntervalSince1970: 1_700_000_000)
+        let header = Base64URL.encode(Data(#"{"alg":"none"}"#.utf8))
+        let claims = Base64URL.encode(Data(#"{"exp":1700000600}"#.utf8))
+        let jwt = "\(header).\(claims).c2ln"
+        for nonsense in [Double.infinity, .nan, 1e308, 2 * TokenSet.maximumLifetime] {
+            let expiry = TokenSet.expiry(expiresIn: nonsense, accessToken: jwt, receivedAt: receivedAt)
+            #expect(expiry == Date(timeIntervalSince1970: 1_700_000_600), "\(nonsense)")
+        }
+        #expect(TokenSet.expiry(expiresIn: nil, accessToken: "opaque", receivedAt: receivedAt) == nil)
+    }
+}
