@@ -297,18 +297,8 @@ public final class DevServer: Sendable {
 
     /// Whether `Host` (with an optional port) names the issuer's host or a loopback name.
     func isAllowed(host header: String) -> Bool {
-        var name = header.trimmingCharacters(in: .whitespaces).lowercased()
-        if name.hasPrefix("[") {
-            guard let close = name.firstIndex(of: "]") else { return false }
-            name = String(name[name.index(after: name.startIndex)..<close])
-        } else if let colon = name.lastIndex(of: ":") {
-            name = String(name[..<colon])
-        }
-        if name.hasSuffix(".") { name.removeLast() }
-        // Loopback: `localhost`, `::1`, or an IPv4 literal in 127/8 (parsed as one: `127.a.evil.com` is a name).
-        if name == "localhost" || name == "::1" { return true }
-        var address = in_addr()
-        if inet_pton(AF_INET, name, &address) == 1, UInt32(bigEndian: address.s_addr) >> 24 == 127 { return true }
+        guard let name = LoopbackHost.name(inHostHeader: header) else { return false }
+        if LoopbackHost.isLoopback(name) { return true }
         let issuerHost = URL(string: state.withLock { $0.issuer })?.host?.lowercased()
         let boundHost = configuration.host.lowercased()
         return name == issuerHost || name == boundHost

@@ -3,8 +3,10 @@ public import Foundation
 /// The native-app redirect of RFC 8252 §7.3: a one-shot listener on a loopback IP literal that receives the
 /// authorization response and shows a small "you can close this tab" page.
 ///
-/// Only the expected path with the expected `state` completes it; anything else is answered 404 (another path)
-/// or 400 (another `state`, which a page in the browser could have sent) and waiting goes on.
+/// Only the expected path with the expected `state` completes it. A response on that path with another `state` (or
+/// none) ends the wait at once with ``Failure/stateMismatch`` — the flow cannot complete any more, as AppAuth and
+/// kubelogin also decide — and the browser is told why. Another path is answered 404, a foreign `Host` 421, and a
+/// bare request without `state`, `code` or `error` 400; those leave the wait going.
 public final class LoopbackRedirectReceiver: Sendable {
     /// Why waiting ended without a redirect.
     public enum Failure: Error, Sendable, Equatable {
@@ -12,6 +14,8 @@ public final class LoopbackRedirectReceiver: Sendable {
         case timedOut
         /// The receiver was stopped.
         case stopped
+        /// An authorization response arrived whose `state` is not the one expected: forged, or from another sign-in.
+        case stateMismatch
     }
 
     private let server: HTTPServer
@@ -36,14 +40,23 @@ public final class LoopbackRedirectReceiver: Sendable {
         server = HTTPServer(configuration: configuration) { request in
             guard request.path == callbackPath, request.method == "GET" else { return .text(404, "not found\n") }
             // A page on another name that resolves here (DNS rebinding) is not the browser's redirect.
-            let hostHeader = (request.headers["Host"] ?? "").lowercased()
-            guard hostHeader.hasPrefix("127.") || hostHeader.hasPrefix("[::1]") || hostHeader.hasPrefix("localhost")
-            else { return .text(421, "misdirected\n") }
-            let state = HTTPFormEncoding.decode(request.query ?? "")["state"]
-            guard expected.accept(state: state, target: request.target) else {
-                return Self.page(400, "This response is not for the sign-in in progress. Return to the app.")
+            // `127.evil.example` and `localhost.evil.example` are names, not loopback (LoopbackHost parses them).
+            guard LoopbackHost.isLoopback(hostHeaders: request.headers.values("Host")) else {
+                return .text(421, "misdirected\n")
             }
-            let failed = HTTPFormEncoding.decode(request.query ?? "")["error"] != nil
+            let query = HTTPFormEncoding.decode(request.query ?? "")
+            let isResponse = query["state"] != nil || query["code"] != nil || query["error"] != nil
+            switch expected.accept(state: query["state"], isResponse: isResponse, target: request.target) {
+            case .completed: break
+            case .notAResponse:
+                return Self.page(400, "This is not an authorization response. Return to the app.")
+            case .mismatch:
+                return Self.page(
+                    400,
+                    "This response does not belong to the sign-in in progress (its state does not match), so the "
+                        + "sign-in was stopped and nothing was saved. Return to the app and sign in again.")
+            }
+            let failed = query["error"] != nil
             // Neutral: the client has not checked the response yet, and may still refuse it.
             return Self.page(
                 200,
@@ -69,7 +82,8 @@ public final class LoopbackRedirectReceiver: Sendable {
 
     /// Waits for the redirect that carries `state` and returns its full URL.
     ///
-    /// - Throws: ``Failure/timedOut``, or `CancellationError`.
+    /// - Throws: ``Failure/timedOut``; ``Failure/stateMismatch`` as soon as a response with another `state`
+    ///   arrives; `CancellationError`.
     public func waitForRedirect(state: String, timeout: TimeInterval = 300) async throws -> URL {
         let target: String = try await withThrowingTaskGroup(of: String.self) { group in
             group.addTask { try await self.expectedState.wait(for: state) }
@@ -109,10 +123,21 @@ public final class LoopbackRedirectReceiver: Sendable {
 
 /// The state the receiver waits for, and the continuation to resume.
 private final class LockedState: @unchecked Sendable {
+    /// What a request on the callback path did.
+    enum Outcome {
+        /// It carried the expected state: the wait is over.
+        case completed
+        /// It carried another state, or none with a code or an error: the wait failed.
+        case mismatch
+        /// It was no authorization response (no state, code or error), or came after the wait ended.
+        case notAResponse
+    }
+
     // Guarded by `lock`.
     private let lock = NSLock()
     private var expected: String?
     private var arrived: String?
+    private var failure: LoopbackRedirectReceiver.Failure?
     private var continuation: CheckedContinuation<String, any Error>?
     private var cancelled = false
 
@@ -122,15 +147,30 @@ private final class LockedState: @unchecked Sendable {
         expected = state
     }
 
-    /// Whether a request with `state` completes the wait (then it resumes the waiter with `target`).
-    func accept(state: String?, target: String) -> Bool {
+    /// Whether a request with `state` completes the wait (then it resumes the waiter with `target`) or fails it.
+    func accept(state: String?, isResponse: Bool, target: String) -> Outcome {
         lock.lock()
         defer { lock.unlock() }
-        guard let expected, let state, expected.utf8.elementsEqual(state.utf8), arrived == nil else { return false }
+        guard arrived == nil, failure == nil, !cancelled, let expected else { return .notAResponse }
+        guard let state, Self.equal(expected, state) else {
+            guard isResponse else { return .notAResponse }
+            failure = .stateMismatch
+            continuation?.resume(throwing: LoopbackRedirectReceiver.Failure.stateMismatch)
+            continuation = nil
+            return .mismatch
+        }
         arrived = target
         continuation?.resume(returning: target)
         continuation = nil
-        return true
+        return .completed
+    }
+
+    /// Compares without stopping at the first difference.
+    private static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     func wait(for state: String) async throws -> String {
@@ -141,6 +181,8 @@ private final class LockedState: @unchecked Sendable {
                 expected = state
                 if let arrived {
                     continuation.resume(returning: arrived)
+                } else if let failure {
+                    continuation.resume(throwing: failure)
                 } else if cancelled || Task.isCancelled {
                     continuation.resume(throwing: CancellationError())
                 } else {

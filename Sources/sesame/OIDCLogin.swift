@@ -128,6 +128,12 @@ enum OIDCLogin {
                 callback = try await receiver.waitForRedirect(state: pending.state, timeout: 300)
             } catch LoopbackRedirectReceiver.Failure.timedOut {
                 throw CLIError(status: .failure, code: "timeout", message: "no sign-in arrived within 5 minutes")
+            } catch LoopbackRedirectReceiver.Failure.stateMismatch {
+                throw CLIError(
+                    status: .failure, code: "invalid_authorization_response",
+                    message:
+                        "the redirect's state does not match this sign-in (another sign-in's, or sent by someone else); "
+                        + "nothing was stored: run login again")
             }
             tokens = try await provider.completeAuthorization(redirect: callback, pending: pending)
         }

@@ -124,8 +124,8 @@ import Testing
         defer { workspace.stop() }
         let (login, url) = try workspace.startLogin(["--no-browser"])
         let callback = try workspace.signInOnForm(url)
-        // A request with another state is refused by the CLI's listener, and it keeps waiting.
-        let stray = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?code=x&state=forged")
+        // A request that is no authorization response is refused by the CLI's listener, and it keeps waiting.
+        let stray = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?hello=1")
         #expect(stray.status == 400)
         let landing = try TestBrowser(port: callback.port ?? 0).get(
             callback.path + "?" + (callback.percentEncodedQuery ?? ""))
@@ -134,6 +134,23 @@ import Testing
         #expect(status == 0, "\(rest)")
         #expect(rest.contains("signed in as alice@example.com"))
         try Self.useAndSignOut(workspace.environment)
+    }
+
+    @Test(
+        "login --issuer: a callback with the wrong state ends the login at once (exit 1), nothing stored",
+        .timeLimit(.minutes(1)))
+    func wrongStateEndsTheLogin() throws {
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (login, url) = try workspace.startLogin(["--no-browser"])
+        let callback = try workspace.signInOnForm(url)
+        let forged = try TestBrowser(port: callback.port ?? 0).get(callback.path + "?code=stolen&state=forged")
+        #expect(forged.status == 400 && forged.body.contains("state does not match"))
+        let (status, rest) = login.finish()
+        #expect(status == 1, "\(rest)")
+        #expect(rest.contains("error: invalid_authorization_response: ") && rest.contains("state does not match"))
+        #expect(!rest.contains("forged") && !rest.contains("stolen"), "nothing from the request is echoed")
+        #expect(try CLIRunner.run(["status"], environment: workspace.environment).status == 3, "nothing stored")
     }
 
     @Test("login --issuer completed in headless Chromium", .enabled(if: chromium), .timeLimit(.minutes(2)))
