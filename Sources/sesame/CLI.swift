@@ -103,12 +103,19 @@ enum CLI {
                 print(Help.general(CommandTable.all))
             } else if let (command, used) = CommandTable.lookup(rest), used == rest.count {
                 print(Help.command(command))
+            } else if rest.count == 1, let group = CommandTable.groups[rest[0]] {
+                print(Help.group(rest[0], group))
             } else {
                 throw unknownCommand(rest)
             }
             return
         default:
             break
+        }
+        // A group (`jwt`, `jwk`) answers help like a command: `sesame jwt --help`, `sesame jwk -h`.
+        if let group = CommandTable.groups[first], arguments.count == 2, ["--help", "-h"].contains(arguments[1]) {
+            print(Help.group(first, group))
+            return
         }
         guard let (command, used) = CommandTable.lookup(arguments) else { throw unknownCommand(arguments) }
         let rest = Array(arguments.dropFirst(used))

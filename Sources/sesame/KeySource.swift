@@ -13,7 +13,7 @@ enum KeySource {
     /// A JWK Set (or a single JWK, treated as a one-key set) from a path or URL.
     static func load(_ source: String, allowSymmetric: Bool) async throws -> JWKSet {
         let data: Data
-        if source.hasPrefix("https://") || source.hasPrefix("http://") {
+        if startsWithScheme(source) {
             data = try await fetch(source)
         } else {
             data = try read(source)
@@ -48,7 +48,18 @@ enum KeySource {
     }
 
     private static func fetch(_ source: String) async throws -> Data {
-        guard let url = URL(string: source) else { throw CLIError.usage("not a URL: \(source)") }
+        guard let url = URL(string: source), url.host?.isEmpty == false else {
+            throw CLIError.usage("not a URL: \(printable(source))")
+        }
+        // Keys fetched over plain http could be swapped by anyone on the path: https, or http to loopback only
+        // (the same rule as `login --issuer`).
+        guard ["http", "https"].contains(url.scheme?.lowercased()) else {
+            throw CLIError.usage("--jwks takes a file, or an https URL (got '\(printable(source))')")
+        }
+        guard url.scheme?.lowercased() == "https" || OIDCProviderMetadata.isLoopback(url) else {
+            throw CLIError.usage(
+                "--jwks over plain http is allowed only on loopback (127.0.0.1, [::1], localhost); use https or a file")
+        }
         // The size limit is enforced while the body arrives (after decompression), not after it is all in memory.
         let transport: any HTTPTransport
         #if canImport(FoundationNetworking)

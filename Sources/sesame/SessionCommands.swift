@@ -232,7 +232,8 @@ enum SessionCommands {
         let method = arguments.value("--method") ?? (body == nil ? "GET" : "POST")
         if body != nil, !headers.contains("Content-Type") { headers["Content-Type"] = "application/json" }
         let client = context.client
-        let isURL = target.contains("://")
+        // A PATH is whatever starts with `/` (`/search?u=http://x` too); a URL starts with its scheme and `://`.
+        let isURL = !target.hasPrefix("/") && startsWithScheme(target)
         if isURL {
             guard let url = URL(string: target), let scheme = url.scheme?.lowercased(),
                 scheme == "http" || scheme == "https", url.host != nil

@@ -37,6 +37,21 @@ import Testing
         try compare(long.stdout, snapshot: words.joined(separator: "-"))
     }
 
+    @Test(
+        "A command group answers --help, -h and 'help GROUP' with its subcommands, exit 0", arguments: ["jwt", "jwk"])
+    func groupHelp(group: String) throws {
+        let long = try CLIRunner.run([group, "--help"])
+        #expect(long.status == 0 && long.stderr.isEmpty, "\(long.stderr)")
+        #expect(long.stdout.hasPrefix("USAGE: sesame \(group) <subcommand>"))
+        for words in Self.commands where words.first == group && words.count == 2 {
+            #expect(long.stdout.contains("  \(words[1]) "), "\(words[1]) is listed")
+        }
+        #expect(try CLIRunner.run([group, "-h"]).stdout == long.stdout)
+        #expect(try CLIRunner.run(["help", group]).stdout == long.stdout)
+        try compare(long.stdout, snapshot: group)
+        #expect(try CLIRunner.run([group]).status == 2, "a group without a subcommand is still a usage error")
+    }
+
     @Test("The general help lists every command, aligned; --version prints one version")
     func generalHelp() throws {
         let help = try CLIRunner.run(["help"])

@@ -144,6 +144,20 @@ import Testing
         #expect(refused.status == 4 && refused.stderr.hasPrefix("error: network: "))
     }
 
+    @Test("--jwks over plain http only on loopback: anyone on the path could swap the keys (no request is made)")
+    func jwksOverPlainHTTPElsewhereIsRefused() throws {
+        let token = try sign(#"{"sub":"carol"}"#)
+        for url in [
+            "http://keys.example.invalid/jwks.json", "http://127.0.0.1.evil.example/jwks.json",
+            "http://localhost.evil.example/jwks.json", "http://10.0.0.1/jwks.json", "ftp://127.0.0.1/jwks.json",
+            "http:///jwks.json",
+        ] {
+            let result = try CLIRunner.run(["jwt", "verify", "--jwks", url, token])
+            #expect(result.status == 2 && result.stderr.hasPrefix("error: usage: "), "\(url): \(result.stderr)")
+            #expect(!result.stderr.contains("network"), "\(url): nothing was fetched")
+        }
+    }
+
     @Test("sesame demo runs every check and exits 0")
     func demo() throws {
         let result = try CLIRunner.run(["demo"])

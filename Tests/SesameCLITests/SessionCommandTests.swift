@@ -70,6 +70,9 @@ final class ServeProcess {
         #expect(!status.stdout.contains(token), "status never prints a token")
         let me = try sesame(["request", base + "/me"])
         #expect(me.status == 0 && me.stdout.contains("kai@example.com"))
+        // A PATH is whatever starts with '/', even with '://' in its query.
+        let query = try sesame(["request", "/me?next=http://x.example/"])
+        #expect(query.status == 0 && query.stdout.contains("kai@example.com"), "\(query.stderr)")
         let credentials = home.appendingPathComponent("credentials/default.json").path
         #expect((try FileManager.default.attributesOfItem(atPath: credentials)[.posixPermissions] as? Int) == 0o600)
 

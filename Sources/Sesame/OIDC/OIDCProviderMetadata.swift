@@ -99,7 +99,7 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
     }
 
     /// Whether `url` is `http` to a loopback host (`localhost`, `127.0.0.0/8`, `::1`).
-    static func isLoopback(_ url: URL) -> Bool {
+    package static func isLoopback(_ url: URL) -> Bool {
         guard url.scheme?.lowercased() == "http", let host = url.host?.lowercased() else { return false }
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         return bare == "localhost" || bare == "::1"

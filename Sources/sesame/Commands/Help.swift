@@ -31,6 +31,17 @@ enum Help {
         return lines.joined(separator: "\n")
     }
 
+    /// `sesame jwt --help`: a group's subcommands with their summaries.
+    static func group(_ name: String, _ commands: [CommandSpec]) -> String {
+        let sorted = commands.sorted { $0.name < $1.name }
+        let width = (sorted.map { $0.words[1].count }.max() ?? 0) + 2
+        var lines = ["USAGE: sesame \(name) <subcommand> [options]", "", "SUBCOMMANDS:"]
+        lines += sorted.map { "  " + $0.words[1].padding(toLength: width, withPad: " ", startingAt: 0) + $0.summary }
+        lines += ["", "Run 'sesame \(name) <subcommand> --help' for a subcommand's options.", "", "EXIT STATUS:"]
+        lines += exitCodes.map { "  \($0.0)  \($0.1)" }
+        return lines.joined(separator: "\n")
+    }
+
     /// `text` broken into lines of at most `width` characters at spaces.
     static func wrap(_ text: String, width: Int) -> [String] {
         var lines: [String] = []

@@ -1,3 +1,4 @@
+import Foundation
 import SesameJOSE
 
 /// The options, flags and positionals of one invocation, checked against its ``CommandSpec``.
@@ -134,3 +135,15 @@ enum Suggestions {
 
 /// An argument or server code echoed in a message: control characters replaced, at most 80 characters.
 func printable(_ text: String) -> String { PrintableText.sanitized(text, limit: 80) }
+
+/// Whether `text` begins `scheme://` (RFC 3986 §3.1: a letter, then letters, digits, `+`, `-`, `.`), so that
+/// `/search?u=http://x` or `keys/http://x` are not taken for URLs.
+func startsWithScheme(_ text: String) -> Bool {
+    guard let separator = text.range(of: "://") else { return false }
+    let scheme = text[..<separator.lowerBound].unicodeScalars
+    guard let first = scheme.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first) else { return false }
+    return scheme.allSatisfy {
+        ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+            || "+-.".unicodeScalars.contains($0)
+    }
+}
