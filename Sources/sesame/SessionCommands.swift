@@ -85,12 +85,10 @@ enum SessionCommands {
             return self
         }
 
+        /// The profile's server and resources; the session's provider supplies the scheme (DPoP when bound).
         var client: AuthorizedClient {
             AuthorizedClient(
-                session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)),
-                dpop: dpop.map { key in
-                    DPoPAuthenticator(key: key, nonces: (provider as? OIDCAuthProvider)?.dpopNonces ?? DPoPNonces())
-                })
+                session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)))
         }
     }
 
@@ -200,6 +198,31 @@ enum SessionCommands {
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
         print("expires:  \(expiry)")
         if let scope = tokens.scope { print("scope:    \(safe(scope))") }
+    }
+
+    static func userInfo(_ arguments: ParsedArguments) async throws {
+        try arguments.noPositionals()
+        let context = try Context(arguments).withUsableKey()
+        guard let provider = context.provider as? OIDCAuthProvider else {
+            throw CLIError.usage(
+                "profile \(context.profile.name) signs in with a REST backend, which has no UserInfo; "
+                    + "try 'sesame request /me'",
+                command: arguments.command)
+        }
+        // Through the SDK: the session's scheme (DPoP when bound), one refresh on a rejection, `sub` checked.
+        let claims = try await provider.userInfo(from: context.session)
+        if arguments.flag("--json") {
+            print(JOSEValue.object(claims).jsonString)
+            return
+        }
+        let width = min(32, (claims.map { $0.name.count }.max() ?? 0) + 2)
+        for member in claims.sorted(by: { $0.name < $1.name }) {
+            let value = member.value.stringValue ?? member.value.jsonString
+            let label = PrintableText.sanitized(member.name + ":", limit: 64)
+            print(
+                label.padding(toLength: width, withPad: " ", startingAt: 0) + PrintableText.sanitized(value, limit: 400)
+            )
+        }
     }
 
     /// Integer Unix seconds, or nil for a date no integer holds.
@@ -365,6 +388,8 @@ struct ConcurrentLoginGuard: AuthProvider {
     func refresh(_ tokens: TokenSet) async throws -> TokenSet { try await inner.refresh(tokens) }
 
     func signOut(_ tokens: TokenSet) async throws { try await inner.signOut(tokens) }
+
+    var credentialScheme: any Authenticator { inner.credentialScheme }
 
     func checkStoredCredentials(_ tokens: TokenSet) throws {
         do {

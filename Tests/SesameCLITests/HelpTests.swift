@@ -5,7 +5,8 @@ import Testing
 /// snapshots in `Snapshots/` (regenerate with `SESAME_UPDATE_SNAPSHOTS=1`); suggestions; version; completion.
 @Suite struct HelpTests {
     static let commands: [[String]] = [
-        ["demo"], ["serve"], ["register"], ["login"], ["token"], ["status"], ["request"], ["logout"], ["completion"],
+        ["demo"], ["serve"], ["register"], ["login"], ["token"], ["userinfo"], ["status"], ["request"], ["logout"],
+        ["completion"],
         ["jwk", "generate"], ["jwk", "public"], ["jwt", "decode"], ["jwt", "verify"], ["jwt", "sign"],
     ]
 

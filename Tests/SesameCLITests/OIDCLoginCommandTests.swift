@@ -105,6 +105,12 @@ import Testing
         #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3)
         let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+        let userinfo = try CLIRunner.run(["userinfo"], environment: environment)
+        #expect(userinfo.status == 0 && userinfo.stdout.contains("email:"), "\(userinfo.stderr)")
+        #expect(userinfo.stdout.contains("alice@example.com") && userinfo.stdout.contains("sub:"))
+        let json = try CLIRunner.run(["userinfo", "--json"], environment: environment)
+        let claims = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(claims?["email"] as? String == "alice@example.com" && claims?["sub"] is String)
         let status = try CLIRunner.run(["status", "--json"], environment: environment)
         #expect(status.stdout.contains("\"kind\":\"oidc\"") && !status.stdout.contains("eyJ"))
         let refreshed = try CLIRunner.run(["token", "--force-refresh"], environment: environment)
@@ -153,6 +159,18 @@ import Testing
         #expect(try CLIRunner.run(["status"], environment: workspace.environment).status == 3, "nothing stored")
     }
 
+    @Test("userinfo refuses a UserInfo answer about another subject (OIDC Core §5.3.2): exit 1, nothing printed")
+    func userInfoSubjectIsChecked() throws {
+        let workspace = try Workspace(serving: ["--rp-test", "oidcc-client-test-userinfo-invalid-sub"])
+        defer { workspace.stop() }
+        try workspace.signIn([])
+        let result = try CLIRunner.run(["userinfo"], environment: workspace.environment)
+        #expect(result.status == 1 && result.stderr.hasPrefix("error: userinfo_rejected: "), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        let rest = try CLIRunner.run(["userinfo", "--profile", "nobody"], environment: workspace.environment)
+        #expect(rest.status == 3, "no such profile: not signed in")
+    }
+
     @Test("login --issuer completed in headless Chromium", .enabled(if: chromium), .timeLimit(.minutes(2)))
     func chromiumLogin() throws {
         let workspace = try Workspace()
@@ -188,6 +206,12 @@ import Testing
         try workspace.signIn(option)
         let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+        let userinfo = try CLIRunner.run(["userinfo"], environment: environment)
+        #expect(userinfo.status == 0 && userinfo.stdout.contains("email:"), "\(userinfo.stderr)")
+        #expect(userinfo.stdout.contains("alice@example.com") && userinfo.stdout.contains("sub:"))
+        let json = try CLIRunner.run(["userinfo", "--json"], environment: environment)
+        let claims = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(claims?["email"] as? String == "alice@example.com" && claims?["sub"] is String)
         let state = try CLIRunner.run(["status", "--json"], environment: environment)
         #expect(state.stdout.contains("\"dpop\":true"))
         let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")

@@ -38,11 +38,12 @@ import Testing
         let refreshed = try await signIn.session.forceRefresh()
         #expect(refreshed.tokenType == "DPoP" && refreshed.accessToken != tokens.accessToken)
         #expect(try await api.send(.get("/userinfo", authorization: .dpop(dpop))).status == 200)
-        // The facade's client proves the key for session-authorized endpoints (the default); a plain client
-        // never sends the bound token as Bearer.
+        // The facade's client proves the key for session-authorized endpoints (the default), and so does a plain
+        // client: the session's provider supplies the scheme. Asked for Bearer, the bound token is never sent.
         #expect(try await api.send(.get("/userinfo")).status == 200)
         let plain = AuthorizedClient(session: signIn.session, baseURL: oidc.issuer)
-        await #expect(throws: AuthError.self) { _ = try await plain.send(.get("/userinfo")) }
+        #expect(try await plain.send(.get("/userinfo")).status == 200)
+        await #expect(throws: AuthError.self) { _ = try await plain.send(.get("/userinfo", authorization: .bearer)) }
     }
 
     @Test(
@@ -393,5 +394,66 @@ import Testing
         #expect(requests[5].headers["Authorization"] == "DPoP at3")
         let jtis = try requests.map { try fixture.proof($0)["jti"] }
         #expect(Set(jtis.compactMap { $0?.stringValue }).count == requests.count, "every proof has its own jti")
+    }
+
+    @Test("HTTP-07: a nonce demand and a rejected token in one exchange are both cured: separate budgets")
+    func nonceAndRefreshBudgets() async throws {
+        let fixture = try Fixture()
+        _ = try await fixture.signIn()
+        let nonceDemand = SesameHTTP.Headers([
+            "WWW-Authenticate": #"DPoP error="use_dpop_nonce""#, "DPoP-Nonce": "rs-n1",
+        ])
+        let invalid = SesameHTTP.Headers(["WWW-Authenticate": #"DPoP error="invalid_token""#])
+        // The nonce first, then the expired token.
+        fixture.transport.enqueue(
+            .json(401, "{}", headers: nonceDemand), .json(401, "{}", headers: invalid),
+            .json(200, #"{"access_token":"at2","token_type":"DPoP","refresh_token":"rt2","expires_in":300}"#),
+            .json(200, #"{"ok":true}"#))
+        let first = try await fixture.api.send(SesameHTTP.Request(method: "GET", url: fixture.resource))
+        #expect(first.status == 200, "the nonce retry did not use up the refresh retry")
+        var requests = fixture.transport.requests
+        #expect(requests.count == 4)
+        #expect(requests[3].headers["Authorization"] == "DPoP at2")
+        #expect(try fixture.proof(requests[3])["nonce"] == .string("rs-n1"), "the nonce outlives the refresh")
+        // The expired token first, then a rotated nonce.
+        let rotated = SesameHTTP.Headers(["WWW-Authenticate": #"DPoP error="use_dpop_nonce""#, "DPoP-Nonce": "rs-n2"])
+        fixture.transport.enqueue(
+            .json(401, "{}", headers: invalid),
+            .json(200, #"{"access_token":"at3","token_type":"DPoP","refresh_token":"rt3","expires_in":300}"#),
+            .json(401, "{}", headers: rotated), .json(200, #"{"ok":true}"#))
+        let second = try await fixture.api.send(SesameHTTP.Request(method: "GET", url: fixture.resource))
+        #expect(second.status == 200)
+        requests = fixture.transport.requests
+        #expect(requests.count == 8)
+        #expect(try fixture.proof(requests[7])["nonce"] == .string("rs-n2"))
+        // Each budget is still one: a second nonce demand after the nonce retry is the answer, not a loop.
+        fixture.transport.enqueue(
+            .json(401, "{}", headers: nonceDemand),
+            .json(401, "{}", headers: ["WWW-Authenticate": #"DPoP error="use_dpop_nonce""#, "DPoP-Nonce": "rs-n3"]))
+        await #expect(throws: AuthError.self) {
+            _ = try await fixture.api.send(SesameHTTP.Request(method: "GET", url: fixture.resource))
+        }
+        #expect(fixture.transport.requests.count == 10)
+    }
+
+    @Test("The session's provider supplies the scheme: DPoP with no authenticator given; .bearer never downgrades")
+    func providerSuppliesTheScheme() async throws {
+        let fixture = try Fixture()
+        _ = try await fixture.signIn()
+        let api = AuthorizedClient(
+            session: fixture.session, baseURL: try #require(URL(string: "https://rs.example")),
+            transport: fixture.transport)
+        fixture.transport.enqueue(.json(200, "{}"))
+        #expect(try await api.send(.get("/accounts")).status == 200)
+        let request = try #require(fixture.transport.requests.last)
+        #expect(request.headers["Authorization"] == "DPoP at1")
+        #expect(try fixture.proof(request)["htu"] == .string("https://rs.example/accounts"))
+        do {
+            _ = try await api.send(.get("/accounts", authorization: .bearer))
+            Issue.record("DPoP-bound tokens went out as Bearer")
+        } catch let error as AuthError {
+            #expect(error.code == .dpopKeyMismatch)
+        }
+        #expect(fixture.transport.requests.count == 1, "nothing was sent as Bearer")
     }
 }

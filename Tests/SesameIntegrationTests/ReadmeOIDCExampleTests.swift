@@ -54,7 +54,7 @@ import Testing
             timeSource: oidc.clock)
         // swift-format-ignore: NeverForceUnwrap
         let api = signIn.client(for: URL(string: issuer)!)
-        let mine = AuthorizedClient(session: signIn.session, baseURL: apiURL, dpop: signIn.provider.dpopAuthenticator())
+        let mine = AuthorizedClient(session: signIn.session, baseURL: apiURL)  // the session's scheme: DPoP here too
 
         let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
         #expect(tokens.tokenType == "DPoP")

@@ -39,7 +39,7 @@ public struct AuthorizedClient: Sendable {
             query: [URLQueryItem] = [],
             headers: SesameHTTP.Headers = [:],
             body: Data? = nil,
-            authorization: Authorization = .bearer,
+            authorization: Authorization = .session,
             timeout: TimeInterval = 30
         ) {
             self.method = method
@@ -59,7 +59,7 @@ public struct AuthorizedClient: Sendable {
             _ path: String,
             body: some Encodable,
             encoder: JSONEncoder = JSONEncoder(),
-            authorization: Authorization = .bearer
+            authorization: Authorization = .session
         ) throws -> Endpoint {
             Endpoint(
                 method, path, headers: ["Content-Type": "application/json"], body: try encoder.encode(body),
@@ -67,7 +67,7 @@ public struct AuthorizedClient: Sendable {
         }
 
         /// `GET path`.
-        public static func get(_ path: String, query: [URLQueryItem] = [], authorization: Authorization = .bearer)
+        public static func get(_ path: String, query: [URLQueryItem] = [], authorization: Authorization = .session)
             -> Endpoint
         {
             Endpoint("GET", path, query: query, authorization: authorization)
@@ -76,7 +76,7 @@ public struct AuthorizedClient: Sendable {
         /// `POST path` with `body` (sent as `contentType`, JSON by default).
         public static func post(
             _ path: String, body: Data? = nil, contentType: String = "application/json",
-            authorization: Authorization = .bearer
+            authorization: Authorization = .session
         ) -> Endpoint {
             Endpoint(
                 "POST", path, headers: body == nil ? [:] : ["Content-Type": contentType], body: body,
@@ -84,7 +84,7 @@ public struct AuthorizedClient: Sendable {
         }
 
         /// `DELETE path`.
-        public static func delete(_ path: String, authorization: Authorization = .bearer) -> Endpoint {
+        public static func delete(_ path: String, authorization: Authorization = .session) -> Endpoint {
             Endpoint("DELETE", path, authorization: authorization)
         }
 
@@ -102,15 +102,34 @@ public struct AuthorizedClient: Sendable {
         }
     }
 
-    /// How an endpoint is authorized: an ``Authenticator``, or none.
+    /// How an endpoint is authorized: the session's credentials in the session's scheme, a given
+    /// ``Authenticator``, or none.
     public struct Authorization: Sendable {
-        /// The authenticator; nil for none.
+        /// The authenticator given; nil for ``none`` and for ``session`` (whose scheme the session's provider
+        /// chooses when the request is sent).
         public let authenticator: (any Authenticator)?
+        /// Whether this is ``session``.
+        let usesSessionScheme: Bool
 
-        /// Uses `authenticator`.
-        public init(_ authenticator: (any Authenticator)?) { self.authenticator = authenticator }
+        /// Uses `authenticator` (nil: no credentials).
+        public init(_ authenticator: (any Authenticator)?) {
+            self.authenticator = authenticator
+            usesSessionScheme = false
+        }
 
-        /// `Authorization: Bearer` from the session; refreshed and retried once on a rejection.
+        private init(sessionScheme: Void) {
+            authenticator = nil
+            usesSessionScheme = true
+        }
+
+        /// The session's credentials in the scheme its provider uses: the default.
+        ///
+        /// Bearer, or DPoP when the tokens are bound to a key (``AuthProvider/credentialScheme``); refreshed and
+        /// retried once on a rejection.
+        public static let session = Authorization(sessionScheme: ())
+        /// `Authorization: Bearer` from the session, whatever the provider's scheme; prefer ``session``.
+        ///
+        /// DPoP-bound tokens are refused, never sent as Bearer; refreshed and retried once on a rejection.
         public static let bearer = Authorization(BearerAuthenticator())
         /// No credentials; a 401 never starts a refresh.
         public static let none = Authorization(nil)
@@ -143,7 +162,8 @@ public struct AuthorizedClient: Sendable {
     public let credentialOrigins: Set<SesameHTTP.Origin>
     /// The redirect policy.
     public let redirectPolicy: RedirectPolicy
-    /// The DPoP authenticator used for the session's credentials, if the tokens are DPoP-bound.
+    /// An authenticator given at creation for the session's credentials (``Authorization/session``) in place of
+    /// the provider's scheme; nil to use the provider's.
     public let dpop: DPoPAuthenticator?
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
@@ -161,8 +181,8 @@ public struct AuthorizedClient: Sendable {
     ///   - redirectPolicy: what to do with 3xx responses (default ``RedirectPolicy/follow``).
     ///   - transport: the HTTP transport (default: the platform's, see ``SesameHTTP/platformTransport``).
     ///   - decoder: decodes ``request(_:as:)`` bodies.
-    ///   - dpop: for a session with DPoP tokens: the authenticator that proves the key; endpoints authorized with
-    ///     the session's credentials (``Authorization/bearer``, the default) then use it.
+    ///   - dpop: an authenticator for the session's credentials in place of the provider's own scheme (an
+    ///     ``OIDCAuthProvider`` with a DPoP key already supplies one; see ``AuthProvider/credentialScheme``).
     public init(
         session: AuthSession,
         baseURL: URL,
@@ -193,47 +213,50 @@ public struct AuthorizedClient: Sendable {
     /// Sends an already built request with `authorization` applied where its origin allows.
     ///
     /// - Throws: as ``send(_:)``.
-    public func send(_ request: SesameHTTP.Request, authorization: Authorization = .bearer) async throws
+    public func send(_ request: SesameHTTP.Request, authorization: Authorization = .session) async throws
         -> SesameHTTP.Response
     {
-        // The session's credentials go with the session's scheme: DPoP when the client has a DPoP authenticator.
         let authenticator =
-            authorization.authenticator is BearerAuthenticator
-            ? (dpop ?? authorization.authenticator) : authorization.authenticator
-        var exchange = Exchange(request: request, authenticator: authenticator)
-        // An exchange that starts outside the credential origins, or leaves them through a redirect, never gets
-        // credentials again: a foreign origin cannot redirect a request into the API to have it signed.
-        exchange.mayCarryCredentials = mayReceiveCredentials(request.url)
+            authorization.usesSessionScheme
+            ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
+        var exchange = authenticator.map {
+            AuthenticatedExchange(request, authenticator: $0, credentials: .session(session))
+        }
+        return try await followingRedirects(request, exchange: &exchange)
+    }
+
+    /// The exchange across its redirects.
+    ///
+    /// Credentials are applied only while the request stays within the credential origins: one that starts outside
+    /// them, or leaves them through a redirect, never gets them again (a foreign origin cannot redirect a request
+    /// into the API to have it signed).
+    private func followingRedirects(_ request: SesameHTTP.Request, exchange: inout AuthenticatedExchange?)
+        async throws -> SesameHTTP.Response
+    {
+        var current = request
+        var redirects = 0
+        var mayCarryCredentials = mayReceiveCredentials(request.url)
         while true {
-            let credentialed =
-                exchange.authenticator != nil && exchange.mayCarryCredentials
-                && mayReceiveCredentials(exchange.request.url)
-            let outgoing = credentialed ? try await authenticate(&exchange) : exchange.request
+            let credentialed = exchange != nil && mayCarryCredentials
+            var outgoing = current
+            if credentialed, var active = exchange {
+                active.request = current
+                outgoing = try await active.prepare()
+                exchange = active
+            }
             let response = try await transport.send(outgoing)
-            if let next = try redirect(exchange, response) {
+            if let next = try redirect(current, redirects: redirects, response) {
                 // A nonce belongs to the origin that gave it (RFC 9449 §8): none carries over to another.
-                if SesameHTTP.Origin(next.url) != SesameHTTP.Origin(exchange.request.url) { exchange.nonce = nil }
-                exchange.request = next
-                exchange.redirects += 1
-                if !mayReceiveCredentials(next.url) { exchange.mayCarryCredentials = false }
+                if SesameHTTP.Origin(next.url) != SesameHTTP.Origin(current.url) { exchange?.nonce = nil }
+                current = next
+                redirects += 1
+                if !mayReceiveCredentials(next.url) { mayCarryCredentials = false }
                 continue
             }
-            guard credentialed, let authenticator = exchange.authenticator else { return response }
-            switch authenticator.classify(response, for: outgoing) {
-            case .done:
-                return response
-            case .refreshAndRetry where authenticator.usesSessionCredentials && !exchange.retried:
-                exchange.retried = true
-                exchange.forceNewerThan = exchange.generation
-            case .retry(let nonce) where !exchange.retried:
-                exchange.retried = true
-                exchange.nonce = nonce
-            case .refreshAndRetry, .retry:
-                if !authenticator.usesSessionCredentials { return response }
-                throw AuthError(
-                    .unauthorized, "the request is unauthorized even with fresh credentials",
-                    statusCode: response.status)
-            }
+            guard credentialed, var active = exchange else { return response }
+            let step = try active.step(after: response, to: outgoing)
+            exchange = active
+            if step == .finished { return response }
         }
     }
 
@@ -265,39 +288,10 @@ public struct AuthorizedClient: Sendable {
 
     // MARK: Plumbing
 
-    /// One logical request across its redirects and its one retry.
-    private struct Exchange {
-        var request: SesameHTTP.Request
-        let authenticator: (any Authenticator)?
-        var mayCarryCredentials = true
-        var redirects = 0
-        var retried = false
-        var nonce: String?
-        var generation: Int?
-        var forceNewerThan: Int?
-    }
-
-    private func authenticate(_ exchange: inout Exchange) async throws -> SesameHTTP.Request {
-        guard let authenticator = exchange.authenticator else { return exchange.request }
-        var tokens: TokenSet?
-        if authenticator.usesSessionCredentials {
-            let credentials: (tokens: TokenSet, generation: Int)
-            if let rejected = exchange.forceNewerThan {
-                credentials = try await session.credentials(after: rejected)
-                exchange.forceNewerThan = nil
-            } else {
-                credentials = try await session.credentials()
-            }
-            tokens = credentials.tokens
-            exchange.generation = credentials.generation
-        }
-        return try await authenticator.authenticate(
-            exchange.request, context: AuthenticationContext(tokens: tokens, nonce: exchange.nonce))
-    }
-
     /// The request to send next when `response` is a redirect this policy follows; nil to return `response`.
-    private func redirect(_ exchange: Exchange, _ response: SesameHTTP.Response) throws -> SesameHTTP.Request? {
-        let request = exchange.request
+    private func redirect(_ request: SesameHTTP.Request, redirects: Int, _ response: SesameHTTP.Response) throws
+        -> SesameHTTP.Request?
+    {
         guard [301, 302, 303, 307, 308].contains(response.status), redirectPolicy != .never,
             let location = response.header("Location"),
             let resolved = URL(string: location, relativeTo: request.url)?.absoluteURL,
@@ -315,7 +309,7 @@ public struct AuthorizedClient: Sendable {
                 .redirectRefused,
                 "refused a redirect to another origin (\(SesameHTTP.Origin(target)?.description ?? "?"))")
         }
-        guard exchange.redirects < Self.maximumRedirects else {
+        guard redirects < Self.maximumRedirects else {
             throw AuthError(.invalidResponse, "too many redirects", statusCode: response.status)
         }
         var next = request

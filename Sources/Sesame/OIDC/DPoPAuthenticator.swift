@@ -115,6 +115,35 @@ public struct DPoPAuthenticator: Authenticator {
     }
 }
 
+/// A DPoP proof without an access token, for the token and PAR endpoints (RFC 9449 §5): `use_dpop_nonce` in a 400
+/// error body is retried once with the nonce the endpoint sent.
+struct DPoPProofAuthenticator: Authenticator {
+    let signer: DPoPSigner
+    let nonces: DPoPNonces
+    let timeSource: any TimeSource
+
+    var usesSessionCredentials: Bool { false }
+
+    func authenticate(_ request: SesameHTTP.Request, context: AuthenticationContext) async throws
+        -> SesameHTTP.Request
+    {
+        var request = request
+        request.headers["DPoP"] = try signer.proof(
+            method: request.method, url: request.url, nonce: context.nonce ?? nonces.nonce(for: request.url),
+            issuedAt: timeSource.now)
+        return request
+    }
+
+    func classify(_ response: SesameHTTP.Response, for request: SesameHTTP.Request) -> AuthenticationVerdict {
+        guard let nonce = response.header("DPoP-Nonce").flatMap({ DPoPNonces.isAcceptable($0) ? $0 : nil }) else {
+            return .done
+        }
+        nonces.remember(nonce, for: request.url)
+        guard response.status == 400, ServerErrorResponse(response)?.error == "use_dpop_nonce" else { return .done }
+        return .retry(nonce: nonce)
+    }
+}
+
 extension AuthorizedClient.Authorization {
     /// DPoP with `authenticator` (see ``DPoPAuthenticator``).
     public static func dpop(_ authenticator: DPoPAuthenticator) -> AuthorizedClient.Authorization {

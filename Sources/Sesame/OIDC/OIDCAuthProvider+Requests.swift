@@ -63,20 +63,13 @@ extension OIDCAuthProvider {
         guard let dpopSigner else {
             throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
         }
-        var retried = false
-        while true {
-            let proof = try dpopSigner.proof(
-                method: "POST", url: url, nonce: dpopNonces.nonce(for: url), issuedAt: timeSource.now)
-            let response = try await postForm(url, pairs, headers: ["DPoP": proof])
-            let nonce = response.header("DPoP-Nonce").flatMap { DPoPNonces.isAcceptable($0) ? $0 : nil }
-            if let nonce { dpopNonces.remember(nonce, for: url) }
-            if !retried, nonce != nil, response.status == 400, ServerErrorResponse(response)?.error == "use_dpop_nonce"
-            {
-                retried = true
-                continue
-            }
-            return response
-        }
+        let request = SesameHTTP.Request(
+            method: "POST", url: url,
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+            body: Data(Self.formEncode(pairs).utf8))
+        let proof = DPoPProofAuthenticator(signer: dpopSigner, nonces: dpopNonces, timeSource: timeSource)
+        var exchange = AuthenticatedExchange(request, authenticator: proof, credentials: .none)
+        return try await exchange.run(on: transport)
     }
 
     /// A token response as a ``TokenSet``, its ID token validated.

@@ -93,6 +93,9 @@ public struct OIDCAuthProvider: AuthProvider {
         guard configuration.usesDPoP else { return nil }
         return DPoPAuthenticator(signer: dpopSigner, nonces: dpopNonces, timeSource: timeSource)
     }
+
+    /// DPoP (proving this provider's key, with its nonces) when ``Configuration/usesDPoP``; else Bearer.
+    public var credentialScheme: any Authenticator { dpopAuthenticator() ?? BearerAuthenticator() }
     /// How the device flow waits between polls (tests inject one that does not sleep).
     let sleep: @Sendable (TimeInterval) async throws -> Void
 
@@ -354,30 +357,30 @@ public struct OIDCAuthProvider: AuthProvider {
     ///
     /// - Throws: ``AuthError`` — ``AuthError/Code/userInfoRejected`` (reason `subject_mismatch`), server errors.
     public func userInfo(for tokens: TokenSet) async throws -> JOSEObject {
+        try await userInfo(tokens.idToken, credentials: .fixed(tokens))
+    }
+
+    /// UserInfo with the session's tokens: refreshed and retried once when rejected, a nonce retry apart.
+    package func userInfo(from session: AuthSession) async throws -> JOSEObject {
+        try await userInfo(try await session.currentTokens?.idToken, credentials: .session(session))
+    }
+
+    private func userInfo(_ idToken: String?, credentials: AuthenticatedExchange.Credentials) async throws
+        -> JOSEObject
+    {
         guard let endpoint = metadata.userInfoEndpoint else {
             throw AuthError(.configuration, "the provider has no UserInfo endpoint")
         }
-        let response: SesameHTTP.Response
         let request = SesameHTTP.Request(method: "GET", url: endpoint, headers: ["Accept": "application/json"])
-        if let dpop = dpopAuthenticator() {
-            var attempt = try await transport.send(
-                try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens)))
-            if case .retry(let nonce) = dpop.classify(attempt, for: request) {
-                attempt = try await transport.send(
-                    try await dpop.authenticate(request, context: AuthenticationContext(tokens: tokens, nonce: nonce)))
-            }
-            response = attempt
-        } else {
-            // BearerAuthenticator refuses DPoP-bound tokens: they are never sent as Bearer.
-            response = try await transport.send(
-                try await BearerAuthenticator().authenticate(request, context: AuthenticationContext(tokens: tokens)))
-        }
+        // BearerAuthenticator refuses DPoP-bound tokens: they are never sent as Bearer.
+        var exchange = AuthenticatedExchange(request, authenticator: credentialScheme, credentials: credentials)
+        let response = try await exchange.run(on: transport)
         guard response.status == 200 else { throw Self.failure(response, "UserInfo refused the request") }
         guard let json = try? JOSEValue.parse(response.body), let object = json.objectValue else {
             throw AuthError(.invalidResponse, "the UserInfo response is not a JSON object")
         }
         // With an ID token (OpenID Connect), UserInfo must describe its subject; plain OAuth 2.0 has none to compare.
-        guard let expected = tokens.idToken.flatMap({ try? JWT.unverifiedClaims(of: $0) })?.subject else {
+        guard let expected = idToken.flatMap({ try? JWT.unverifiedClaims(of: $0) })?.subject else {
             return object
         }
         guard let sub = object["sub"]?.stringValue, ByteExact.equals(sub, expected) else {

@@ -123,9 +123,16 @@ public final class OIDCSignIn: Sendable {
         try await (forceRefresh ? session.forceRefresh() : session.validTokens()).accessToken
     }
 
-    /// UserInfo's claims for the signed-in user (`sub` checked against the ID token).
+    /// UserInfo's claims for the signed-in user (`sub` checked against the ID token, OIDC Core §5.3.2).
+    ///
+    /// Sent with the session's credentials in the provider's scheme (DPoP when bound); an access token the
+    /// endpoint rejects is refreshed and the request retried once, a nonce demand retried apart.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/userInfoRejected`` (reason `subject_mismatch`),
+    ///   ``AuthError/Code/notSignedIn``, ``AuthError/Code/sessionExpired``, ``AuthError/Code/unauthorized``,
+    ///   transient errors.
     public func userInfo() async throws -> JOSEObject {
-        try await provider.userInfo(for: session.validTokens())
+        try await provider.userInfo(from: session)
     }
 
     /// Signs out: the tokens are revoked at the provider (reported in the result) and deleted here.
@@ -151,8 +158,6 @@ public final class OIDCSignIn: Sendable {
     ///
     /// With a DPoP key (``OIDCAuthProvider/Configuration/usesDPoP``) the client proves it on every request.
     public func client(for baseURL: URL, additionalOrigins: [URL] = []) -> AuthorizedClient {
-        AuthorizedClient(
-            session: session, baseURL: baseURL, additionalOrigins: additionalOrigins,
-            dpop: provider.dpopAuthenticator())
+        AuthorizedClient(session: session, baseURL: baseURL, additionalOrigins: additionalOrigins)
     }
 }

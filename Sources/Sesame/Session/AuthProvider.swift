@@ -22,9 +22,16 @@ public protocol AuthProvider: Sendable {
     ///   (``AuthEvent/SignOutReason/dpopKeyLost``) and deletes them. Any other error is passed on and the
     ///   credentials are kept (the next call checks again).
     func checkStoredCredentials(_ tokens: TokenSet) throws
+
+    /// How this provider's tokens go on a request: ``AuthorizedClient``'s ``AuthorizedClient/Authorization/session``
+    /// and UserInfo use it. Bearer unless the provider binds its tokens to a key (DPoP).
+    var credentialScheme: any Authenticator { get }
 }
 
 extension AuthProvider {
     /// Accepts every stored credential.
     public func checkStoredCredentials(_ tokens: TokenSet) throws {}
+
+    /// `Authorization: Bearer` (``BearerAuthenticator``).
+    public var credentialScheme: any Authenticator { BearerAuthenticator() }
 }

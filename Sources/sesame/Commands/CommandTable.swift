@@ -2,7 +2,7 @@
 /// `sesame completion` are generated from this table.
 enum CommandTable {
     static let all: [CommandSpec] = [
-        demo, serve, register, login, token, status, request, logout, completion,
+        demo, serve, register, login, token, userinfo, status, request, logout, completion,
         jwkGenerate, jwkPublic, jwtDecode, jwtVerify, jwtSign,
     ]
 
@@ -99,6 +99,18 @@ enum CommandTable {
             "curl -H \"Authorization: Bearer $(sesame token)\" http://127.0.0.1:8080/me", "sesame token --json",
         ],
         exitCodes: [], run: { try await SessionCommands.token($0) })
+
+    static let userinfo = CommandSpec(
+        words: ["userinfo"], summary: "the provider's UserInfo claims for the signed-in user", arguments: nil,
+        discussion: """
+            OpenID Connect profiles: asks the provider's UserInfo endpoint with the profile's credentials (a DPoP
+            proof for a DPoP profile), refreshing once if the access token is rejected. The answer's sub must be
+            the ID token's (OIDC Core 5.3.2): another subject is refused with userinfo_rejected.
+            """,
+        options: [GlobalOptions.json] + GlobalOptions.session,
+        examples: ["sesame userinfo", "sesame userinfo --json --profile work"],
+        exitCodes: [(1, "the provider refused, or described another subject (userinfo_rejected)")],
+        run: { try await SessionCommands.userInfo($0) })
 
     static let status = CommandSpec(
         words: ["status"], summary: "who, which provider, store, expiry, scopes — never a token", arguments: nil,
