@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "Sesame",
             dependencies: [
-                "SesameJOSE",
+                "SesameJOSE", "SesameLoopback",
                 .target(name: "CSesameSecret", condition: .when(platforms: [.linux, .android, .openbsd])),
                 .target(name: "CSesameCurl", condition: .when(platforms: [.linux, .android, .openbsd])),
             ],

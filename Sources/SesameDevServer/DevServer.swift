@@ -65,8 +65,8 @@ public final class DevServer: Sendable {
         public var log: (@Sendable (String) -> Void)?
         /// Limits for the HTTP layer.
         public var http = HTTPServer.Configuration()
-        /// OpenID Connect clients besides the built-in public `sesame-cli` (``OIDCClient/sesameCLI``).
-        public var clients: [OIDCClient] = []
+        /// OpenID Connect clients besides the built-in public `sesame-cli` (``RegisteredClient/sesameCLI``).
+        public var clients: [RegisteredClient] = []
         /// ID-token lifetime in seconds.
         ///
         /// Default 3600.
@@ -116,7 +116,7 @@ public final class DevServer: Sendable {
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
     let formSecret = JOSECrypto.randomBytes(32)
     /// `sesame-cli` plus the configured clients, by ID (built once: every OIDC request reads it).
-    let clients: [String: OIDCClient]
+    let clients: [String: RegisteredClient]
     /// Serialises key rotations.
     let rotationLock = NSLock()
     /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
@@ -128,7 +128,7 @@ public final class DevServer: Sendable {
     ///
     /// - Throws: ``DevServerError`` when the database cannot be opened or a seeded user is invalid.
     public init(configuration: Configuration = Configuration()) throws {
-        if let clash = configuration.clients.first(where: { $0.id == OIDCClient.sesameCLI.id }) {
+        if let clash = configuration.clients.first(where: { $0.id == RegisteredClient.sesameCLI.id }) {
             throw DevServerError("the client ID \(clash.id) is built in; register yours under another ID")
         }
         let ids = configuration.clients.map(\.id)

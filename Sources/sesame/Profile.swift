@@ -32,7 +32,8 @@ struct Profile {
         var redirectURI: String
         var scopes: [String]
         var metadata: OIDCProviderMetadata
-        /// Whether the tokens are DPoP-bound to the profile's key (``Profile/dpopKeyURL``).
+        /// Whether the tokens are DPoP-bound to the profile's key (`NAME.dpop.jwk` beside the credentials, kept by
+        /// the SDK's `FileDPoPKeyStore`).
         var dpop: Bool?
     }
 
@@ -66,38 +67,6 @@ struct Profile {
     var settingsURL: URL { home.appendingPathComponent("profiles/\(name).json") }
     var credentialsDirectory: URL { home.appendingPathComponent("credentials") }
     var lockDirectory: URL { home.appendingPathComponent("locks") }
-    /// The profile's DPoP private key (a JWK, 0600 in the 0700 credentials folder).
-    var dpopKeyURL: URL { credentialsDirectory.appendingPathComponent("\(name).dpop.jwk") }
-
-    /// A small regular file of this user that nobody else can read or write, never through a symbolic link.
-    static func readPrivateFile(_ url: URL) -> Data? {
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
-            info.st_mode & 0o077 == 0, info.st_size <= 64 * 1024
-        else { return nil }
-        return handle.readDataToEndOfFile()
-    }
-
-    /// The profile's DPoP key; nil only when the file does not exist — then the session finds the tokens bound
-    /// to a key it does not have, ends (revoking them), and asks to sign in again (`dpop_key_mismatch`).
-    ///
-    /// - Throws: ``CLIError`` `dpop_key_unreadable` (exit 1, the credentials kept) for a file that exists but is
-    ///   not a private key only this user can read: a mode or a read error is no reason to end the session.
-    func dpopKey() throws -> JWK? {
-        if access(dpopKeyURL.path, F_OK) != 0, errno == ENOENT { return nil }
-        guard let data = Self.readPrivateFile(dpopKeyURL), let key = try? JWK(json: data), key.isPrivate else {
-            throw CLIError(
-                status: .failure, code: "dpop_key_unreadable",
-                message:
-                    "the DPoP key of profile \(name) (\(dpopKeyURL.path)) is not a private key file only you can read "
-                    + "(mode 0600, a regular file); fix it, or log in again")
-        }
-        return key
-    }
-
     /// The settings, or nil when the profile does not exist.
     ///
     /// A corrupt file is moved aside and reported.

@@ -165,7 +165,7 @@ enum ServeCommand {
         }
         configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")
         do {
-            configuration.clients = try arguments.values("--client").map(OIDCClient.init(specification:))
+            configuration.clients = try arguments.values("--client").map(RegisteredClient.init(specification:))
         } catch {
             throw CLIError.usage("\(error)", command: arguments.command)
         }

@@ -10,21 +10,22 @@ import SesameJOSE
 
 /// `sesame register | login | token | status | request | logout`: a session kept in a token store per profile.
 enum SessionCommands {
-    /// A signed-in profile, its store and a session over it.
+    /// A signed-in profile, its store and a session over it: for an OpenID Connect profile the SDK's facade,
+    /// restored without the network.
     struct Context {
         let profile: Profile
         let settings: Profile.Settings
         let store: any TokenStore
         let session: AuthSession
-        let provider: any AuthProvider
+        /// The facade, for an OpenID Connect profile: without a key when its DPoP key file could not be read
+        /// (``dpopProblem``; then only logout uses it).
+        let oidc: OIDCAuth?
         let base: URL
-        /// The profile's DPoP key, for a DPoP profile.
-        var dpop: JWK?
         /// Why the DPoP key could not be read (a command that uses the tokens throws it; logout does not need it).
         var dpopProblem: CLIError?
 
         /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
-        init(_ arguments: ParsedArguments) throws {
+        init(_ arguments: ParsedArguments) async throws {
             profile = try Profile(arguments)
             settings = try profile.requireSettings()
             if let explicit = arguments.value("--store"), explicit != settings.store {
@@ -47,36 +48,31 @@ enum SessionCommands {
                     message: "the profile file \(profile.settingsURL.path) has a bad server URL; log in again")
             }
             self.base = base
-            if settings.kind == "oidc" {
-                guard let oidc = settings.oidc else {
-                    throw CLIError(
-                        status: .failure, code: "profile_corrupt",
-                        message:
-                            "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again")
-                }
-                // The stored endpoints are checked again: a tampered profile must not send tokens over plain http.
-                do {
-                    try oidc.metadata.checkEndpoints()
-                } catch {
-                    throw CLIError(
-                        status: .failure, code: "profile_corrupt",
-                        message: "the profile file \(profile.settingsURL.path) names an insecure endpoint; log in again"
-                    )
-                }
-                // A DPoP profile needs its key; without it the session refuses the bound tokens (sign in again),
-                // and they are never sent as Bearer. Logout still revokes them (revocation needs no proof).
-                do {
-                    dpop = oidc.dpop == true ? try profile.dpopKey() : nil
-                } catch let error as CLIError {
-                    dpopProblem = error
-                }
-                provider = OIDCLogin.provider(oidc, dpopKey: dpop)
-            } else {
-                provider = RESTAuthProvider(baseURL: base)
+            guard settings.kind == "oidc" else {
+                oidc = nil
+                session = AuthSession(provider: RESTAuthProvider(baseURL: base), store: store, profile: profile.name)
+                return
             }
-            let guarded: any AuthProvider =
-                settings.kind == "oidc" ? ConcurrentLoginGuard(inner: provider, profile: profile) : provider
-            session = AuthSession(provider: guarded, store: store, profile: profile.name)
+            guard let settings = settings.oidc else {
+                throw CLIError(
+                    status: .failure, code: "profile_corrupt",
+                    message: "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again"
+                )
+            }
+            do {
+                let auth = try await OIDCLogin.restore(settings, profile: profile, store: store)
+                oidc = auth
+                session = auth.session
+            } catch let error as CLIError where error.code == "dpop_key_unreadable" {
+                // The tokens are unusable until the key file is fixed, but revocation needs no proof: logout still
+                // works, through a session without a key (it never sends the bound tokens anywhere else).
+                dpopProblem = error
+                let keyless = try await OIDCAuth.restore(
+                    metadata: settings.metadata, clientID: settings.clientID, redirectURI: settings.redirectURI,
+                    scopes: settings.scopes, store: store, profile: profile.name)
+                oidc = keyless
+                session = keyless.session
+            }
         }
 
         /// This context, or the DPoP key's problem (every command that uses the tokens needs the key).
@@ -148,7 +144,7 @@ enum SessionCommands {
 
     static func token(_ arguments: ParsedArguments) async throws {
         try arguments.noPositionals()
-        let context = try Context(arguments).withUsableKey()
+        let context = try await Context(arguments).withUsableKey()
         let tokens =
             arguments.flag("--force-refresh")
             ? try await context.session.forceRefresh() : try await context.session.validTokens()
@@ -163,7 +159,7 @@ enum SessionCommands {
 
     static func status(_ arguments: ParsedArguments) async throws {
         try arguments.noPositionals()
-        let context = try Context(arguments).withUsableKey()
+        let context = try await Context(arguments).withUsableKey()
         guard let tokens = try await context.session.currentTokens else {
             throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")
         }
@@ -173,7 +169,7 @@ enum SessionCommands {
                 "profile": .string(context.profile.name), "provider": .string(context.settings.baseURL),
                 "kind": .string(context.settings.kind), "store": .string(context.settings.store),
                 "tokenType": .string(tokens.tokenType), "hasRefreshToken": .bool(tokens.refreshToken != nil),
-                "expired": .bool(expired), "dpop": .bool(context.dpop != nil),
+                "expired": .bool(expired), "dpop": .bool(context.oidc?.provider.dpopSigner != nil),
             ]
             if let user = tokens.user {
                 status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
@@ -189,9 +185,8 @@ enum SessionCommands {
         print("profile:  \(context.profile.name)")
         print("provider: \(safe(context.settings.baseURL)) (\(safe(context.settings.kind)))")
         print("store:    \(safe(context.settings.store))")
-        if let key = context.dpop {
-            let algorithm = key.algorithm?.name ?? "?"
-            print("dpop:     yes (\(algorithm) key \(key.thumbprint))")
+        if let key = context.oidc?.provider.dpopSigner {
+            print("dpop:     yes (\(key.algorithm.name) key \(key.thumbprint))")
         }
         print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
@@ -202,15 +197,15 @@ enum SessionCommands {
 
     static func userInfo(_ arguments: ParsedArguments) async throws {
         try arguments.noPositionals()
-        let context = try Context(arguments).withUsableKey()
-        guard let provider = context.provider as? OIDCAuthProvider else {
+        let context = try await Context(arguments).withUsableKey()
+        guard let auth = context.oidc else {
             throw CLIError.usage(
                 "profile \(context.profile.name) signs in with a REST backend, which has no UserInfo; "
                     + "try 'sesame request /me'",
                 command: arguments.command)
         }
         // Through the SDK: the session's scheme (DPoP when bound), one refresh on a rejection, `sub` checked.
-        let claims = try await provider.userInfo(from: context.session)
+        let claims = try await auth.userInfo()
         if arguments.flag("--json") {
             print(JOSEValue.object(claims).jsonString)
             return
@@ -236,7 +231,7 @@ enum SessionCommands {
             throw CLIError.usage(
                 "request needs a PATH (resolved against the profile's server) or a URL", command: arguments.command)
         }
-        let context = try Context(arguments).withUsableKey()
+        let context = try await Context(arguments).withUsableKey()
         var headers = SesameHTTP.Headers()
         for header in arguments.values("--header") {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
@@ -315,18 +310,16 @@ enum SessionCommands {
             FileHandle.standardError.write(Data("not signed in (profile \(profile.name)); nothing to do\n".utf8))
             return
         }
-        let context = try Context(arguments)
+        let context = try await Context(arguments)
         if arguments.flag("--end-session") {
-            guard let provider = context.provider as? OIDCAuthProvider else {
+            guard let auth = context.oidc else {
                 throw CLIError.usage("--end-session is for OpenID Connect profiles", command: arguments.command)
             }
-            // Printed before the tokens go: the URL carries the ID token as id_token_hint. Read from the store
-            // directly: a session check (a lost DPoP key) must not delete them before they are revoked.
-            if let tokens = try? await context.store.load(profile: context.profile.name),
-                let url = provider.endSessionURL(for: tokens)
-            {
+            // Without id_token_hint: it would print the ID token (the user's email with it) where any log keeps
+            // it; the provider asks the user to confirm instead (RP-Initiated Logout §2).
+            if let url = auth.provider.endSessionURL(for: TokenSet(accessToken: "-")) {
                 print(url.absoluteString)
-                OIDCLogin.openInBrowser(url, quiet: true)
+                LoopbackUserAgent.openInSystemBrowser(url)
             } else {
                 FileHandle.standardError.write(Data("warning: the provider has no end-session endpoint\n".utf8))
             }
@@ -344,7 +337,7 @@ enum SessionCommands {
                 message: "the local credentials of profile \(profile.name) could not be deleted; run logout again")
         }
         profile.deleteSettings()
-        unlink(profile.dpopKeyURL.path)
+        try? await OIDCLogin.dpopKeys(profile).deleteKey(profile: profile.name)
         FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
     }
 
@@ -373,36 +366,5 @@ enum SessionCommands {
             throw CLIError.usage("no password given", command: command)
         }
         return line
-    }
-}
-
-/// The session's provider for an OIDC profile, with one more check before tokens count as bound to a lost key.
-///
-/// They are lost only if the key file still disagrees: a `login --dpop` running at the same moment stores its
-/// tokens, then moves its key into place, and a command that read the old key in between must not end (and revoke)
-/// that fresh session — it is told to run again instead.
-struct ConcurrentLoginGuard: AuthProvider {
-    let inner: any AuthProvider
-    let profile: Profile
-
-    func refresh(_ tokens: TokenSet) async throws -> TokenSet { try await inner.refresh(tokens) }
-
-    func signOut(_ tokens: TokenSet) async throws { try await inner.signOut(tokens) }
-
-    var credentialScheme: any Authenticator { inner.credentialScheme }
-
-    func checkStoredCredentials(_ tokens: TokenSet) throws {
-        do {
-            try inner.checkStoredCredentials(tokens)
-        } catch let error as AuthError where error.code == .dpopKeyMismatch {
-            if let bound = tokens.dpopKeyThumbprint, let onDisk = try? profile.dpopKey(),
-                onDisk.thumbprint == bound
-            {
-                throw AuthError(
-                    .storeUnavailable,
-                    "profile \(profile.name) was signed in again while this command ran; run it again")
-            }
-            throw error
-        }
     }
 }

@@ -35,7 +35,7 @@ import Testing
 
     @Test("an unknown client or an unregistered redirect URI is shown as a page, never redirected")
     func unredirectableErrors() throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "web:https://app.example/cb")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "web:https://app.example/cb")] }
         defer { oidc.stop() }
         let pkce = OIDCHarness.PKCE()
         for overrides: [String: String?] in [
@@ -217,7 +217,7 @@ import Testing
 
     @Test("cancel redirects access_denied; PAR: pushed once, by its client, short-lived")
     func cancelAndPAR() throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
         defer { oidc.stop() }
         let pkce = OIDCHarness.PKCE()
         let page = try oidc.authorize(oidc.parameters(pkce))

@@ -25,7 +25,7 @@ import Testing
 
     @Test("/revoke (RFC 7009): refresh and access tokens end their grant; unknown is 200; other clients' stay")
     func revoke() throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
         defer { oidc.stop() }
         func revoke(_ token: String, client: String = "sesame-cli") throws -> TestBrowser.Page {
             try oidc.browser.post("/revoke", form: [("token", token), ("client_id", client)])
@@ -47,7 +47,7 @@ import Testing
 
     @Test("/end-session: id_token_hint and a registered post_logout_redirect_uri, state; clears the session")
     func endSession() throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "web:https://app.example/out")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "web:https://app.example/out")] }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         #expect(oidc.browser.cookie("sesame_session") != nil)
@@ -143,7 +143,7 @@ import Testing
             _ = try DevServer(
                 configuration: {
                     var configuration = DevServer.Configuration()
-                    configuration.clients = [try OIDCClient(specification: "sesame-cli:https://x.example/cb")]
+                    configuration.clients = [try RegisteredClient(specification: "sesame-cli:https://x.example/cb")]
                     return configuration
                 }())
         }

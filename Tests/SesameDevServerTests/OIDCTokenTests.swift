@@ -45,7 +45,7 @@ import Testing
 
     @Test("a code is bound to its client, redirect URI and verifier, and burnt by a wrong attempt")
     func codeBinding() throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
         defer { oidc.stop() }
         let pkce = OIDCHarness.PKCE()
         let attempts: [(String, (String) throws -> TestBrowser.Page)] = [
@@ -112,7 +112,7 @@ import Testing
 
     @Test("refresh: rotation, reuse revokes the grant, another client's token, scope can only narrow")
     func refreshRotation() async throws {
-        let oidc = try OIDCHarness { $0.clients = [try OIDCClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         let firstID = try JWT.unverifiedClaims(of: tokens["id_token"].string)

@@ -26,7 +26,7 @@ import Testing
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let provider = try await Self.provider(oidc, key: key)
-        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())
         let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
         #expect(tokens.tokenType == "DPoP")
         #expect(try JWT.unverifiedClaims(of: tokens.accessToken)["cnf"]?["jkt"] == .string(key.thumbprint))
@@ -82,7 +82,7 @@ import Testing
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let store = InMemoryTokenStore()
-        let signIn = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        let signIn = OIDCAuth(provider: try await Self.provider(oidc, key: key), store: store)
         let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
         #expect(tokens.dpopKeyThumbprint == key.thumbprint)
         let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
@@ -120,12 +120,12 @@ import Testing
         }
         // The same tokens with the right key still work (the provider never saw the attempts).
         try await store.save(tokens, profile: "default")
-        let again = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        let again = OIDCAuth(provider: try await Self.provider(oidc, key: key), store: store)
         #expect(try await again.client(for: oidc.issuer).send(.get("/userinfo")).status == 200)
         // DPoP turned on for a user signed in with Bearer: the same, sign in again.
         let bearer = try await oidc.signIn(try await oidc.provider())
         try await store.save(bearer, profile: "default")
-        let upgraded = OIDCSignIn(provider: try await Self.provider(oidc, key: key), store: store)
+        let upgraded = OIDCAuth(provider: try await Self.provider(oidc, key: key), store: store)
         await #expect(throws: AuthError.self) { _ = try await upgraded.accessToken() }
         #expect(try await store.load(profile: "default") == nil)
     }
@@ -138,7 +138,7 @@ import Testing
         }
         defer { oidc.stop() }
         let provider = try await Self.provider(oidc, key: try JWK.generate(for: .es256))
-        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())
         try await signIn.signIn(with: FormUserAgent(harness: oidc))
         let api = signIn.client(for: oidc.issuer)
         #expect(try await api.send(.get("/userinfo")).status == 200)
@@ -189,7 +189,7 @@ import Testing
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let provider = try await DPoPClientTests.provider(oidc, key: key)
-        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())
         try await signIn.signIn(with: FormUserAgent(harness: oidc))
         let api = signIn.client(for: oidc.issuer)
         oidc.clock.advance(by: 100)  // inside the leeway: the first request refreshes, for everyone

@@ -6,7 +6,7 @@ import SesameTesting
 import Testing
 
 /// `KeychainDPoPKeyStore`'s logic (what `SesameApple` runs over `SecItem` and the Secure Enclave) on the
-/// in-memory Keychain and an emulated enclave, and `OIDCSignIn.configure(dpopKeys:)` end to end.
+/// in-memory Keychain and an emulated enclave, and `OIDCAuth.configure(dpopKeys:)` end to end.
 @Suite struct DPoPKeyStoreTests {
     static let now = Date()
 
@@ -131,7 +131,7 @@ import Testing
     }
 
     @Test(
-        "OIDCSignIn.configure(dpopKeys:): DPoP tokens bound to the enclave key, the same key after a relaunch; a lost key means signing in again"
+        "OIDCAuth.configure(dpopKeys:): DPoP tokens bound to the enclave key, the same key after a relaunch; a lost key means signing in again"
     )
     func endToEnd() async throws {
         let oidc = try OIDCClientHarness()
@@ -139,8 +139,8 @@ import Testing
         let keychain = InMemoryKeychain()
         let enclave = EmulatedSecureEnclave()
         let tokens = InMemoryTokenStore()
-        func launch(_ enclave: EmulatedSecureEnclave) async throws -> OIDCSignIn {
-            try await OIDCSignIn.configure(
+        func launch(_ enclave: EmulatedSecureEnclave) async throws -> OIDCAuth {
+            try await OIDCAuth.configure(
                 issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
                 scopes: ["openid", "email", "offline_access"], store: tokens,
                 dpopKeys: KeychainDPoPKeyStore(service: "app", backend: keychain, hardware: enclave),

@@ -110,7 +110,7 @@ import Testing
             scopes: ["openid", "offline_access", "email"])
         configuration.dpopKey = key
         let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration)
-        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())
         let browser = TestBrowser(port: glewlwyd.issuer.port ?? 0)
 
         // The code exchange: Glewlwyd answers the first proof with 400 use_dpop_nonce; one retry with its nonce.

@@ -372,7 +372,7 @@ struct FormUserAgent: AuthorizationUserAgent {
     }
 }
 
-@Suite struct OIDCSignInTests {
+@Suite struct OIDCAuthTests {
     @Test(
         "the facade: sign in through an agent, a valid token that refreshes on expiry, UserInfo, an API client, sign out"
     )
@@ -381,12 +381,12 @@ struct FormUserAgent: AuthorizationUserAgent {
         defer { oidc.stop() }
         let store = InMemoryTokenStore()
         let provider = try await oidc.provider()
-        let signIn = OIDCSignIn(provider: provider, store: store)
+        let signIn = OIDCAuth(provider: provider, store: store)
         let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
         #expect(try await signIn.accessToken() == tokens.accessToken)
         #expect(try await signIn.userInfo()["email"] == "alice@example.com")
         // Another instance over the same store (the app relaunched) has the session, and refreshes past expiry.
-        let relaunched = OIDCSignIn(provider: provider, store: store)
+        let relaunched = OIDCAuth(provider: provider, store: store)
         oidc.clock.advance(by: 119)
         let refreshed = try await relaunched.accessToken()
         #expect(refreshed != tokens.accessToken)
@@ -409,7 +409,7 @@ struct FormUserAgent: AuthorizationUserAgent {
         let oidc = try OIDCClientHarness { $0.accessTokenTTL = 100 }
         defer { oidc.stop() }
         let provider = try await oidc.provider(scopes: ["openid", "email"])
-        let signIn = OIDCSignIn(provider: provider, store: InMemoryTokenStore())
+        let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())
         let tokens = try await signIn.signIn(with: FormUserAgent(harness: oidc))
         #expect(tokens.refreshToken == nil)
         oidc.clock.advance(by: 70)  // inside the 50-second leeway, not expired

@@ -18,7 +18,7 @@ import Testing
 
         // README, verbatim but for the issuer, client, redirect URI and API URL:
         // swift-format-ignore: NeverForceUnwrap
-        let signIn = try await OIDCSignIn.configure(
+        let signIn = try await OIDCAuth.configure(
             issuer: URL(string: issuer)!, clientID: "sesame-cli",
             redirectURI: "http://127.0.0.1:5555/callback", store: store)
         try await signIn.signIn(with: agent)
@@ -45,7 +45,7 @@ import Testing
         // README, verbatim but for the issuer, client, redirect URI, API URL and the Apple-only stores
         // (the portable KeychainTokenStore / KeychainDPoPKeyStore over an in-memory Keychain and an emulated enclave):
         // swift-format-ignore: NeverForceUnwrap
-        let signIn = try await OIDCSignIn.configure(
+        let signIn = try await OIDCAuth.configure(
             issuer: URL(string: issuer)!, clientID: "sesame-cli",
             redirectURI: "http://127.0.0.1:5555/callback",
             store: KeychainTokenStore(service: "com.example.app", backend: keychain),

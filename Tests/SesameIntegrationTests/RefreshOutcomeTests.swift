@@ -17,7 +17,7 @@ import Testing
     static let stored = TokenSet(accessToken: "a-0", refreshToken: "r-0")
 
     @Test(
-        "REFRESH: a 400/401 with an OAuth error body is definitive whatever the code; use_dpop_nonce is not",
+        "HTTP-04: a 400/401 with an OAuth error body is definitive whatever the code; use_dpop_nonce is not",
         arguments: [
             (400, #"{"error":"invalid_grant"}"#, true),
             (400, #"{"error":"invalid_request","error_description":"unknown refresh token"}"#, true),
@@ -50,7 +50,7 @@ import Testing
         }
     }
 
-    @Test("REFRESH: a dead refresh token answered invalid_request ends the session instead of leaving it stuck")
+    @Test("HTTP-04: a dead refresh token answered invalid_request ends the session instead of leaving it stuck")
     func invalidRequestEndsTheSession() async throws {
         let transport = ScriptedTransport()
         let store = InMemoryTokenStore()
@@ -62,7 +62,7 @@ import Testing
         #expect(try await store.load(profile: "default") == nil, "the dead credentials are deleted")
     }
 
-    @Test("REFRESH: a captive portal's page keeps the session and its credentials")
+    @Test("HTTP-04: a captive portal's page keeps the session and its credentials")
     func captivePortalKeepsTheSession() async throws {
         let transport = ScriptedTransport()
         let store = InMemoryTokenStore()
@@ -83,7 +83,7 @@ import Testing
     }
 
     @Test(
-        "EXPIRY: expires_in ≤ 0 is expired now; a non-number or beyond a year is absent (the JWT's exp, else unknown)",
+        "HTTP-05: expires_in ≤ 0 is expired now; a non-number or beyond a year is absent (the JWT's exp, else unknown)",
         arguments: [
             (#"-100"#, 0.0 as Double?),
             (#"0"#, 0),
@@ -107,7 +107,7 @@ import Testing
         if seconds == 0 { #expect(tokens.needsRefresh(at: receivedAt), "expired now means refresh before use") }
     }
 
-    @Test("EXPIRY: a nonsense expires_in falls back to the JWT access token's own exp")
+    @Test("HTTP-05: a nonsense expires_in falls back to the JWT access token's own exp")
     func nonsenseExpiresInUsesTheJWTsExp() throws {
         let receivedAt = Date(timeIntervalSince1970: 1_700_000_000)
         let header = Base64URL.encode(Data(#"{"alg":"none"}"#.utf8))

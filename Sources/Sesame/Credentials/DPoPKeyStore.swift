@@ -20,6 +20,20 @@ public protocol DPoPKeyStore: Sendable {
     func deleteKey(profile: String) async throws
 }
 
+/// A ``DPoPKeyStore`` and the profile whose key it holds.
+public struct DPoPKeySource: Sendable {
+    /// The store.
+    public let store: any DPoPKeyStore
+    /// The profile.
+    public let profile: String
+
+    /// Names the profile's key in `store`.
+    public init(store: any DPoPKeyStore, profile: String) {
+        self.store = store
+        self.profile = profile
+    }
+}
+
 extension DPoPKeyStore {
     /// The profile's key, or a new one when it has none.
     ///

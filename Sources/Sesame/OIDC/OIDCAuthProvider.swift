@@ -42,6 +42,12 @@ public struct OIDCAuthProvider: AuthProvider {
         ///
         /// Default nil.
         public var dpopSigner: DPoPSigner?
+        /// Where ``dpopSigner`` came from (``OIDCAuth`` sets it): when stored tokens turn out to be bound to
+        /// another key, this store is read again before the session ends them — another process may have signed in
+        /// again with a new key after this one read its key.
+        ///
+        /// Default nil.
+        public var dpopKeySource: DPoPKeySource?
         /// Whether the tokens are DPoP-bound (a ``dpopKey`` or a ``dpopSigner`` is set).
         public var usesDPoP: Bool { dpopKey != nil || dpopSigner != nil }
         /// Learn the provider's clock from the HTTP `Date` header of token responses and validate ID tokens by it,
@@ -309,6 +315,15 @@ public struct OIDCAuthProvider: AuthProvider {
         let original = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
         return try await self.tokens(
             from: response, expecting: IDTokenValidator.Expectations(original: original), previous: tokens)
+    }
+
+    /// Whether the key store (``Configuration/dpopKeySource``) now holds the key `tokens` are bound to: another
+    /// process signed in again with a new key after this provider read its own.
+    public func storedCredentialsMayBeUsable(_ tokens: TokenSet) async -> Bool {
+        guard let source = configuration.dpopKeySource, let bound = tokens.dpopKeyThumbprint,
+            let current = try? await source.store.key(profile: source.profile)
+        else { return false }
+        return ByteExact.equals(current.thumbprint, bound) && !ByteExact.equals(bound, dpopThumbprint ?? "")
     }
 
     /// Refuses stored tokens bound to another DPoP key than this provider's, or none; and, with DPoP on, Bearer

@@ -23,6 +23,12 @@ public protocol AuthProvider: Sendable {
     ///   credentials are kept (the next call checks again).
     func checkStoredCredentials(_ tokens: TokenSet) throws
 
+    /// Whether credentials that ``checkStoredCredentials(_:)`` refused as bound to another key may be usable after
+    /// all: another process signed in again with a new key after this provider read its own. The session then
+    /// reports ``AuthError/Code/storeUnavailable`` (try again with a fresh provider) instead of ending a session
+    /// that is not lost.
+    func storedCredentialsMayBeUsable(_ tokens: TokenSet) async -> Bool
+
     /// How this provider's tokens go on a request: ``AuthorizedClient``'s ``AuthorizedClient/Authorization/session``
     /// and UserInfo use it. Bearer unless the provider binds its tokens to a key (DPoP).
     var credentialScheme: any Authenticator { get }
@@ -31,6 +37,9 @@ public protocol AuthProvider: Sendable {
 extension AuthProvider {
     /// Accepts every stored credential.
     public func checkStoredCredentials(_ tokens: TokenSet) throws {}
+
+    /// False: a refusal stands.
+    public func storedCredentialsMayBeUsable(_ tokens: TokenSet) async -> Bool { false }
 
     /// `Authorization: Bearer` (``BearerAuthenticator``).
     public var credentialScheme: any Authenticator { BearerAuthenticator() }

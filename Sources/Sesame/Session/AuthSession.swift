@@ -624,6 +624,12 @@ public actor AuthSession {
             do {
                 try provider.checkStoredCredentials(stored)
             } catch let error as AuthError where error.code == .dpopKeyMismatch {
+                // Another process signed in again with a new key after this provider read its own: not lost.
+                if await provider.storedCredentialsMayBeUsable(stored) {
+                    throw AuthError(
+                        .storeUnavailable,
+                        "profile \(profile) was signed in again with a new DPoP key while this ran; try again")
+                }
                 // Unusable by this provider (bound to a key it does not have): the session ends here, before any
                 // request that could use them, with the grant revoked and the credentials gone.
                 await endUnusable(stored, epoch: startedEpoch)

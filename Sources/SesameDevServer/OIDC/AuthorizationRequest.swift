@@ -119,7 +119,7 @@ struct AuthorizationRequest: Sendable, Equatable {
     /// everything else (errors that are redirected with `state` and `iss`).
     ///
     /// - Returns: the request, or the failure and whether it may be sent to the redirect URI.
-    static func validate(_ parameters: OAuthParameters, clients: [String: OIDCClient])
+    static func validate(_ parameters: OAuthParameters, clients: [String: RegisteredClient])
         -> Result<AuthorizationRequest, AuthorizationRejection>
     {
         guard let clientID = parameters["client_id"] else {
@@ -204,7 +204,7 @@ struct AuthorizationRequest: Sendable, Equatable {
         guard case .success(let parameters) = OAuthParameters.parse(text), let clientID = parameters["client_id"],
             let redirectURI = parameters["redirect_uri"],
             case .success(let request) = validate(
-                parameters, clients: [clientID: OIDCClient(id: clientID, redirectURIs: [redirectURI])])
+                parameters, clients: [clientID: RegisteredClient(id: clientID, redirectURIs: [redirectURI])])
         else { return nil }
         return request
     }

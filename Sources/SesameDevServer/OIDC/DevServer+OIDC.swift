@@ -7,8 +7,8 @@ extension DevServer {
     // MARK: Clients and keys
 
     /// `sesame-cli` plus the configured clients, by ID.
-    static func registry(_ configured: [OIDCClient]) -> [String: OIDCClient] {
-        var clients = [OIDCClient.sesameCLI.id: OIDCClient.sesameCLI]
+    static func registry(_ configured: [RegisteredClient]) -> [String: RegisteredClient] {
+        var clients = [RegisteredClient.sesameCLI.id: RegisteredClient.sesameCLI]
         for client in configured { clients[client.id] = client }
         return clients
     }
@@ -314,7 +314,7 @@ extension DevServer {
             let audience = body["aud"] ?? .string(issuer)
             guard audience.stringValue != nil || audience.arrayValue?.allSatisfy({ $0.stringValue != nil }) == true
             else { return Self.error(400, "invalid_request", "aud is a string or an array of strings") }
-            let clientID = body["clientId"]?.stringValue ?? OIDCClient.sesameCLI.id
+            let clientID = body["clientId"]?.stringValue ?? RegisteredClient.sesameCLI.id
             let issued = now
             func token(_ audience: JOSEValue, type: String) throws -> String {
                 var claims: JOSEObject = [

@@ -2,8 +2,9 @@ public import Foundation
 public import SesameJOSE
 
 /// What shows the provider's sign-in page and brings back the redirect: `ASWebAuthenticationSession` in
-/// `SesameApple` (`WebAuthenticationSessionAgent`), the system browser and a loopback listener for a CLI
-/// (`sesame login`), or a test's form-posting agent.
+/// `SesameApple` (`WebAuthenticationSessionAgent`), the system browser and a loopback listener for desktop and
+/// command-line apps (``LoopbackUserAgent``, which `sesame login` uses), or a test's form-posting agent
+/// (`SesameTesting`).
 public protocol AuthorizationUserAgent: Sendable {
     /// Opens `url` and returns the URL the provider redirected to (at `redirectURI`), or throws ``AuthError`` with
     /// ``AuthError/Code/cancelled`` when the user gave up.
@@ -14,16 +15,22 @@ public protocol AuthorizationUserAgent: Sendable {
 /// read UserInfo, sign out (with RP-initiated logout if you want it), and call APIs.
 ///
 /// ```swift
-/// let signIn = try await OIDCSignIn.configure(
+/// let auth = try await OIDCAuth.configure(
 ///     issuer: URL(string: "https://id.example.com")!, clientID: "my-app",
 ///     redirectURI: "com.example.app:/oauth", store: KeychainTokenStore.keychain(service: "com.example.app"))
-/// try await signIn.signIn(with: WebAuthenticationSessionAgent(anchor: { window }))
-/// let token = try await signIn.accessToken()
+/// try await auth.signIn(with: WebAuthenticationSessionAgent(anchor: { window }))
+/// let token = try await auth.accessToken()
 /// ```
 ///
 /// Unlike most vendor SDKs, `offline_access` works: the refresh token is kept in the store, and an expired access
 /// token means a refresh — one for every caller and every process sharing the store — not a new sign-in.
-public final class OIDCSignIn: Sendable {
+///
+/// To start without the network (an app with a stored session, offline), keep ``OIDCAuthProvider/metadata``
+/// after ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
+/// and use ``restore(metadata:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
+/// next time; configure again when the network answers to pick up the provider's changes. `sesame` does exactly
+/// this: `login` configures, every later command restores.
+public final class OIDCAuth: Sendable {
     /// The provider.
     public let provider: OIDCAuthProvider
     /// The session: state, events, tokens; give it to an ``AuthorizedClient`` or an ``AuthState``.
@@ -51,29 +58,72 @@ public final class OIDCSignIn: Sendable {
     /// - Parameters:
     ///   - issuer: the issuer URL (https, or http on loopback).
     ///   - clientID: the registered public client.
-    ///   - redirectURI: the registered redirect URI, exactly.
+    ///   - redirectURI: the registered redirect URI, exactly (``LoopbackUserAgent/redirectURI`` on a desktop).
     ///   - scopes: the scopes; `offline_access` asks for a refresh token.
     ///   - store: where the credentials are kept.
     ///   - profile: the key in the store (and in `dpopKeys`).
     ///   - dpopKeys: makes the tokens DPoP-bound (RFC 9449) to the profile's key in this store, made on first
-    ///     use (`SesameApple`'s `KeychainDPoPKeyStore.keychain(service:)`: the Secure Enclave when there is one).
+    ///     use (`SesameApple`'s `KeychainDPoPKeyStore.keychain(service:)`: the Secure Enclave when there is one;
+    ///     ``FileDPoPKeyStore`` on Linux).
+    ///   - dpopAlgorithms: for a key made now, the first of these the provider lists (all of them when it lists
+    ///     none; catalog DPOP-08). An existing key is kept whatever its algorithm.
     ///   - transport: the HTTP transport.
     ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
     /// - Returns: the facade.
     /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,
-    ///   transport); the key store's (``AuthError/Code/storeUnavailable`` on a locked device: try again later — no
-    ///   new key is made then).
+    ///   transport); ``AuthError/Code/configuration`` when the provider lists none of `dpopAlgorithms`; the key
+    ///   store's (``AuthError/Code/storeUnavailable`` on a locked device: try again later — no new key is made then).
     public static func configure(
         issuer: URL, clientID: String, redirectURI: String,
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
-        profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil,
+        profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
         transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource()
-    ) async throws -> OIDCSignIn {
+    ) async throws -> OIDCAuth {
+        let metadata = try await OIDCProviderMetadata.discover(issuer: issuer, transport: transport)
+        return try await restore(
+            metadata: metadata, clientID: clientID, redirectURI: redirectURI, scopes: scopes, store: store,
+            profile: profile, dpopKeys: dpopKeys, dpopAlgorithms: dpopAlgorithms, transport: transport,
+            timeSource: timeSource)
+    }
+
+    /// Makes the facade from metadata kept from an earlier
+    /// ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
+    /// (``OIDCAuthProvider/metadata``, `Codable`), without the network: a stored session is usable offline.
+    ///
+    /// The metadata's endpoints are checked again (https, or http on loopback): a tampered copy cannot send tokens
+    /// over plain http. The parameters are `configure`'s.
+    ///
+    /// - Returns: the facade.
+    /// - Throws: ``AuthError`` — ``AuthError/Code/insecureEndpoint``, ``AuthError/Code/configuration``; the key
+    ///   store's (``AuthError/Code/storeUnavailable``, ``AuthError/Code/storeCorrupt`` for a key file it will
+    ///   not use).
+    public static func restore(
+        metadata: OIDCProviderMetadata, clientID: String, redirectURI: String,
+        scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
+        profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
+        transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource()
+    ) async throws -> OIDCAuth {
+        try metadata.checkEndpoints()
         var configuration = OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes)
-        configuration.dpopSigner = try await dpopKeys?.keyCreatingIfNeeded(profile: profile)
-        let provider = try await OIDCAuthProvider.discover(
-            issuer: issuer, configuration: configuration, transport: transport, timeSource: timeSource)
-        return OIDCSignIn(provider: provider, store: store, profile: profile)
+        if let dpopKeys {
+            configuration.dpopSigner = try await dpopKeys.key(profile: profile)
+            if configuration.dpopSigner == nil {
+                let listed = metadata.dpopSigningAlgorithms
+                guard let algorithm = dpopAlgorithms.first(where: { listed.isEmpty || listed.contains($0.name) })
+                else {
+                    throw AuthError(
+                        .configuration,
+                        "the provider accepts no DPoP algorithm of \(dpopAlgorithms.map(\.name).joined(separator: ", "))"
+                            + " (it lists \(listed.map { PrintableText.sanitized($0, limit: 32) }.joined(separator: ", ")))"
+                    )
+                }
+                configuration.dpopSigner = try await dpopKeys.createKey(profile: profile, algorithm: algorithm)
+            }
+            configuration.dpopKeySource = DPoPKeySource(store: dpopKeys, profile: profile)
+        }
+        let provider = OIDCAuthProvider(
+            metadata: metadata, configuration: configuration, transport: transport, timeSource: timeSource)
+        return OIDCAuth(provider: provider, store: store, profile: profile)
     }
 
     /// Signs in through `agent`.
@@ -161,3 +211,7 @@ public final class OIDCSignIn: Sendable {
         AuthorizedClient(session: session, baseURL: baseURL, additionalOrigins: additionalOrigins)
     }
 }
+
+/// The facade's earlier name.
+@available(*, deprecated, renamed: "OIDCAuth")
+public typealias OIDCSignIn = OIDCAuth

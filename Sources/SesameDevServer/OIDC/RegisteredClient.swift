@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Every client is public (no secret): it proves possession of the authorization with PKCE, and of the tokens with
 /// DPoP when it binds them.
-public struct OIDCClient: Sendable, Hashable {
+public struct RegisteredClient: Sendable, Hashable {
     /// The `client_id`.
     public let id: String
     /// The redirect URIs, which are also the registered post-logout URIs.
@@ -23,7 +23,7 @@ public struct OIDCClient: Sendable, Hashable {
     }
 
     /// The built-in public client for native apps and the CLI: any loopback redirect, the device grant.
-    public static let sesameCLI = OIDCClient(id: "sesame-cli", redirectURIs: [], acceptsAnyLoopbackRedirect: true)
+    public static let sesameCLI = RegisteredClient(id: "sesame-cli", redirectURIs: [], acceptsAnyLoopbackRedirect: true)
 
     /// Parses `ID:URI[,URI…]` (the `--client` option).
     ///
@@ -75,3 +75,7 @@ public struct OIDCClient: Sendable, Hashable {
         return parts.string
     }
 }
+
+/// The registered client's earlier name.
+@available(*, deprecated, renamed: "RegisteredClient")
+public typealias OIDCClient = RegisteredClient

@@ -1,0 +1,130 @@
+public import Foundation
+internal import SesameJOSE
+internal import SesameLoopback
+
+/// Sign-in for desktop and command-line apps (RFC 8252 §7.3).
+///
+/// The system browser shows the provider's page, and a listener on a loopback IP literal receives the redirect. The
+/// model is AppAuth's `OIDRedirectHTTPHandler`.
+///
+/// The listener binds when the agent is made, so its ``redirectURI`` — with the port it got — is known before the
+/// provider is configured (the redirect URI is part of every authorization request):
+///
+/// ```swift
+/// let agent = try LoopbackUserAgent()   // http://127.0.0.1:PORT/callback, PORT picked now
+/// let auth = try await OIDCAuth.configure(
+///     issuer: issuer, clientID: "my-cli", redirectURI: agent.redirectURI, store: store)
+/// try await auth.signIn(with: agent)
+/// ```
+///
+/// Only the redirect with the sign-in's `state` completes it; one with another `state` ends the sign-in at once
+/// (``AuthError/Code/invalidAuthorizationResponse``), the browser told why. An agent serves one sign-in: make a new
+/// one for the next.
+public final class LoopbackUserAgent: AuthorizationUserAgent {
+    /// How the authorization URL reaches the user.
+    public enum Opener: Sendable {
+        /// The system browser: `xdg-open` on Linux, `open` on macOS (nothing where there is neither).
+        case systemBrowser
+        /// Your code: print the URL, open an embedded view, post it to a test's browser.
+        case custom(@Sendable (URL) async throws -> Void)
+    }
+
+    /// The redirect URI to register and to configure: `http://127.0.0.1:PORT/PATH` (or `[::1]`).
+    public let redirectURI: String
+    /// How long ``authorize(url:redirectURI:state:)`` waits for the redirect.
+    public let timeout: TimeInterval
+    private let receiver: LoopbackRedirectReceiver
+    private let opener: Opener
+    private let used = LockedValue(false)
+
+    /// Binds the listener now.
+    ///
+    /// - Parameters:
+    ///   - host: `127.0.0.1` or `::1` — an IP literal, never `localhost` (RFC 8252 §8.3).
+    ///   - port: the port; 0 (the default) takes a free one (RFC 8252 §7.3: providers accept any port).
+    ///   - path: the redirect path.
+    ///   - timeout: how long to wait for the user (default 5 minutes).
+    ///   - open: how the URL reaches the user (default the system browser).
+    /// - Throws: ``AuthError`` — ``AuthError/Code/configuration`` for a host that is not a loopback IP literal,
+    ///   ``AuthError/Code/transport`` when the port cannot be bound.
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, path: String = "/callback", timeout: TimeInterval = 300,
+        open: Opener = .systemBrowser
+    ) throws {
+        guard host == "127.0.0.1" || host == "::1", (0...65535).contains(port) else {
+            throw AuthError(.configuration, "a loopback redirect listens on 127.0.0.1 or ::1 and a port up to 65535")
+        }
+        receiver = LoopbackRedirectReceiver(host: host, port: port, path: path)
+        do {
+            redirectURI = try receiver.start().absoluteString
+        } catch {
+            throw AuthError(.transport, "cannot listen on \(host) port \(port): \(error)")
+        }
+        self.timeout = timeout
+        opener = open
+    }
+
+    deinit { receiver.stop() }
+
+    /// Opens `url`, then waits for the redirect carrying `state`; the listener stops when it returns.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/invalidAuthorizationResponse`` (another `state` arrived),
+    ///   ``AuthError/Code/cancelled`` (nothing within ``timeout``, or the task was cancelled),
+    ///   ``AuthError/Code/configuration`` (another redirect URI, or a second sign-in with one agent); what the
+    ///   opener throws.
+    public func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+        guard redirectURI == self.redirectURI else {
+            throw AuthError(
+                .configuration,
+                "the provider redirects to \(redirectURI), but this agent listens at \(self.redirectURI)")
+        }
+        guard
+            used.withLock({ old in
+                defer { old = true }
+                return !old
+            })
+        else {
+            throw AuthError(.configuration, "a LoopbackUserAgent serves one sign-in; make a new one")
+        }
+        defer { receiver.stop() }
+        // Expected before the URL is shown, so a fast browser is not refused.
+        receiver.expect(state: state)
+        switch opener {
+        case .systemBrowser: Self.openInSystemBrowser(url)
+        case .custom(let open): try await open(url)
+        }
+        do {
+            return try await receiver.waitForRedirect(state: state, timeout: timeout)
+        } catch LoopbackRedirectReceiver.Failure.stateMismatch {
+            throw AuthError(
+                .invalidAuthorizationResponse,
+                "the redirect's state does not match this sign-in (another sign-in's, or sent by someone else); "
+                    + "nothing was stored")
+        } catch LoopbackRedirectReceiver.Failure.timedOut {
+            throw AuthError(.cancelled, "no sign-in arrived within \(Int(timeout)) seconds")
+        } catch is CancellationError {
+            throw AuthError(.cancelled, "the sign-in was cancelled")
+        }
+    }
+
+    /// Stops listening (a sign-in waiting then ends as cancelled).
+    public func stop() { receiver.stop() }
+
+    /// `xdg-open` or `open`; quietly nothing where there is neither (show the URL yourself with `.custom`).
+    public static func openInSystemBrowser(_ url: URL) {
+        #if os(macOS) || os(Linux)
+            #if os(macOS)
+                let opener = "/usr/bin/open"
+            #else
+                let opener = "/usr/bin/xdg-open"
+            #endif
+            guard FileManager.default.isExecutableFile(atPath: opener) else { return }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: opener)
+            process.arguments = [url.absoluteString]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try? process.run()
+        #endif
+    }
+}

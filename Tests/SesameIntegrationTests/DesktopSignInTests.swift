@@ -1,0 +1,249 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import SesameTestSupport
+import SesameTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A folder removed when the test ends.
+final class ScratchFolder {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-scratch-\(UUID().uuidString)")
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// `FileDPoPKeyStore`: DPoP keys that outlive the process on Linux, and refuse every file they did not write.
+@Suite struct FileDPoPKeyStoreTests {
+    func mode(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int ?? -1
+    }
+
+    func expectCorrupt(_ keys: FileDPoPKeyStore, _ what: String) async {
+        do {
+            _ = try await keys.key(profile: "work")
+            Issue.record("\(what) was used as a key")
+        } catch let error as AuthError {
+            #expect(error.code == .storeCorrupt && !error.requiresReauthentication, "\(what): \(error)")
+        } catch {
+            Issue.record("\(what): \(error)")
+        }
+    }
+
+    @Test("made 0600 in a 0700 folder, found again by a new store (a relaunch), deleted; no temporary file left")
+    func roundTrip() async throws {
+        let folder = ScratchFolder()
+        let keys = try FileDPoPKeyStore(directory: folder.url)
+        #expect(try await keys.key(profile: "work") == nil)
+        let made = try await keys.createKey(profile: "work", algorithm: .eddsa)
+        let file = try keys.keyFile(profile: "work").path
+        #expect(mode(file) == 0o600 && mode(folder.url.path) == 0o700)
+        let relaunched = try FileDPoPKeyStore(directory: folder.url)
+        let found = try #require(try await relaunched.key(profile: "work"))
+        #expect(found.thumbprint == made.thumbprint && found.algorithm == .eddsa)
+        let replaced = try await keys.createKey(profile: "work", algorithm: .es256)
+        #expect(try await keys.key(profile: "work")?.thumbprint == replaced.thumbprint)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["work.dpop.jwk"])
+        try await keys.deleteKey(profile: "work")
+        try await keys.deleteKey(profile: "work")
+        #expect(try await keys.key(profile: "work") == nil)
+        await #expect(throws: AuthError.self) { _ = try await keys.createKey(profile: "work", algorithm: .hs256) }
+        for name in ["../escape", ".hidden", "", "a/b"] {
+            await #expect(throws: AuthError.self) { _ = try await keys.key(profile: name) }
+        }
+    }
+
+    @Test(
+        "an exposed file, a link, a FIFO, a public key or garbage: store_corrupt, kept in place, never 'no key'",
+        .timeLimit(.minutes(1)))
+    func hostileFiles() async throws {
+        let folder = ScratchFolder()
+        let keys = try FileDPoPKeyStore(directory: folder.url)
+        _ = try await keys.createKey(profile: "work", algorithm: .es256)
+        let file = try keys.keyFile(profile: "work").path
+        chmod(file, 0o644)
+        await expectCorrupt(keys, "a key others can read")
+        #expect(FileManager.default.fileExists(atPath: file), "kept")
+        chmod(file, 0o600)
+        let elsewhere = folder.url.appendingPathComponent("elsewhere.jwk").path
+        #expect(rename(file, elsewhere) == 0 && symlink(elsewhere, file) == 0)
+        await expectCorrupt(keys, "a symbolic link")
+        unlink(file)
+        #expect(mkfifo(file, 0o600) == 0)
+        await expectCorrupt(keys, "a FIFO (it must not hang)")
+        unlink(file)
+        let key = try JWK.generate(for: .es256)
+        for (what, content) in [
+            ("a public key", key.jsonValue(includingPrivate: false).jsonString), ("garbage", "not json"),
+            ("a symmetric key", #"{"kty":"oct","k":"AAAA"}"#),
+        ] {
+            let written = FileManager.default.createFile(
+                atPath: file, contents: Data(content.utf8), attributes: [.posixPermissions: 0o600])
+            #expect(written)
+            await expectCorrupt(keys, what)
+            #expect(FileManager.default.fileExists(atPath: file), "\(what) kept")
+            unlink(file)
+        }
+    }
+
+    @Test("a folder others can write to is refused")
+    func exposedFolder() throws {
+        let folder = ScratchFolder()
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        chmod(folder.url.path, 0o777)
+        #expect(throws: AuthError.self) { _ = try FileDPoPKeyStore(directory: folder.url) }
+    }
+}
+
+/// `LoopbackUserAgent` and `OIDCAuth` as a desktop or command-line app uses them, against the dev server.
+@Suite struct DesktopSignInTests {
+    /// An opener that plays the user: the provider's form, then the browser following the redirect to the agent.
+    static func user(_ oidc: OIDCClientHarness, state override: String? = nil) -> LoopbackUserAgent.Opener {
+        .custom { url in
+            let redirect = try oidc.userAgent(url)
+            var components = try #require(URLComponents(url: redirect, resolvingAgainstBaseURL: false))
+            if let override {
+                components.queryItems = components.queryItems?.map {
+                    $0.name == "state" ? URLQueryItem(name: "state", value: override) : $0
+                }
+            }
+            let target = components.path + "?" + (components.percentEncodedQuery ?? "")
+            _ = try TestBrowser(port: redirect.port ?? 0).get(target)
+        }
+    }
+
+    @Test("RFC 8252 §7.3: the listener binds first, its redirect URI configures the facade, the real form signs in")
+    func signInThroughTheLoopback() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let agent = try LoopbackUserAgent(open: Self.user(oidc))
+        #expect(agent.redirectURI.hasPrefix("http://127.0.0.1:") && agent.redirectURI.hasSuffix("/callback"))
+        let store = InMemoryTokenStore()
+        let auth = try await OIDCAuth.configure(
+            issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI, store: store,
+            timeSource: oidc.clock)
+        let tokens = try await auth.signIn(with: agent)
+        #expect(tokens.user?.email == "alice@example.com")
+        #expect(try await auth.userInfo()["email"] == "alice@example.com")
+        do {
+            try await auth.signIn(with: agent)
+            Issue.record("one agent served two sign-ins")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration)
+        }
+    }
+
+    @Test("a redirect with another state ends the sign-in at once; nothing is stored")
+    func wrongState() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let agent = try LoopbackUserAgent(open: Self.user(oidc, state: "forged"))
+        let store = InMemoryTokenStore()
+        let auth = try await OIDCAuth.configure(
+            issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI, store: store,
+            timeSource: oidc.clock)
+        do {
+            try await auth.signIn(with: agent)
+            Issue.record("a forged state signed in")
+        } catch let error as AuthError {
+            #expect(error.code == .invalidAuthorizationResponse)
+        }
+        #expect(try await store.load(profile: "default") == nil)
+    }
+
+    @Test("misuse is a typed error: a name for a host, another redirect URI, nobody coming back in time")
+    func misuse() async throws {
+        #expect(throws: AuthError.self) { _ = try LoopbackUserAgent(host: "localhost") }
+        #expect(throws: AuthError.self) { _ = try LoopbackUserAgent(port: 70000) }
+        let agent = try LoopbackUserAgent(timeout: 0.2, open: .custom { _ in })
+        let url = try #require(URL(string: "https://id.example/authorize"))
+        await #expect(throws: AuthError.self) {
+            _ = try await agent.authorize(url: url, redirectURI: "http://127.0.0.1:1/cb", state: "s")
+        }
+        do {
+            _ = try await agent.authorize(url: url, redirectURI: agent.redirectURI, state: "s")
+            Issue.record("nobody came back, and it returned")
+        } catch let error as AuthError {
+            #expect(error.code == .cancelled)
+        }
+    }
+
+    @Test("DPoP on Linux survives a relaunch: FileDPoPKeyStore keeps the key, restore needs no network")
+    func dpopRelaunch() async throws {
+        let oidc = try OIDCClientHarness()
+        defer { oidc.stop() }
+        let folder = ScratchFolder()
+        let store = try FileTokenStore(directory: folder.url)
+        let agent = try LoopbackUserAgent(open: Self.user(oidc))
+        let auth = try await OIDCAuth.configure(
+            issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI, store: store,
+            dpopKeys: try FileDPoPKeyStore(directory: folder.url), timeSource: oidc.clock)
+        let tokens = try await auth.signIn(with: agent)
+        #expect(tokens.tokenType == "DPoP" && tokens.dpopKeyThumbprint != nil)
+        let kept = try JSONEncoder().encode(auth.provider.metadata)
+        // The next launch: new stores over the same folder, the kept metadata, and a transport that fails.
+        let offline = ScriptedTransport()
+        let relaunched = try await OIDCAuth.restore(
+            metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "sesame-cli",
+            redirectURI: agent.redirectURI, store: try FileTokenStore(directory: folder.url),
+            dpopKeys: try FileDPoPKeyStore(directory: folder.url), transport: offline, timeSource: oidc.clock)
+        #expect(try await relaunched.accessToken() == tokens.accessToken, "the stored session, offline")
+        #expect(offline.requests.isEmpty)
+        #expect(relaunched.provider.dpopSigner?.thumbprint == tokens.dpopKeyThumbprint, "the same key")
+        // Online again: the bound token works at UserInfo with a proof of the kept key.
+        let online = try await OIDCAuth.restore(
+            metadata: auth.provider.metadata, clientID: "sesame-cli", redirectURI: agent.redirectURI,
+            store: try FileTokenStore(directory: folder.url), dpopKeys: try FileDPoPKeyStore(directory: folder.url),
+            timeSource: oidc.clock)
+        #expect(try await online.userInfo()["email"] == "alice@example.com")
+        var tampered = auth.provider.metadata
+        tampered.tokenEndpoint = try #require(URL(string: "http://evil.example/token"))
+        await #expect(throws: AuthError.self) {
+            _ = try await OIDCAuth.restore(
+                metadata: tampered, clientID: "sesame-cli", redirectURI: agent.redirectURI, store: store)
+        }
+    }
+
+    @Test("another process signs in again with a new key after this one read its own: try again, nothing ended")
+    func concurrentReSignIn() async throws {
+        let folder = ScratchFolder()
+        let store = try FileTokenStore(directory: folder.url)
+        let keys = try FileDPoPKeyStore(directory: folder.url)
+        var metadata = try OIDCProviderMetadata.scripted()
+        metadata.revocationEndpoint = URL(string: "https://as.example/revoke")
+        let transport = ScriptedTransport()
+        // This process: restored with the key it read (made now).
+        let mine = try await OIDCAuth.restore(
+            metadata: metadata, clientID: "c", redirectURI: "https://app.example/cb", store: store, dpopKeys: keys,
+            transport: transport)
+        // Meanwhile another process makes a new key and stores tokens bound to it.
+        let theirs = try await FileDPoPKeyStore(directory: folder.url).createKey(profile: "default", algorithm: .es256)
+        let fresh = TokenSet(
+            accessToken: "a-2", tokenType: "DPoP", refreshToken: "r-2", dpopKeyThumbprint: theirs.thumbprint)
+        try await store.save(fresh, profile: "default")
+        do {
+            _ = try await mine.accessToken()
+            Issue.record("tokens bound to another key were used")
+        } catch let error as AuthError {
+            #expect(error.code == .storeUnavailable && error.isTransient)
+        }
+        #expect(transport.requests.isEmpty, "nothing revoked")
+        #expect(try await store.load(profile: "default") == fresh, "nothing deleted")
+        // Run again (a fresh restore reads the new key): the session is there.
+        let again = try await OIDCAuth.restore(
+            metadata: metadata, clientID: "c", redirectURI: "https://app.example/cb", store: store, dpopKeys: keys,
+            transport: transport)
+        #expect(try await again.accessToken() == "a-2")
+        // A key that is truly gone still ends the session (revoked first).
+        try await keys.deleteKey(profile: "default")
+        transport.enqueue(.empty(200), .empty(200))
+        let lost = try await OIDCAuth.restore(
+            metadata: metadata, clientID: "c", redirectURI: "https://app.example/cb", store: store, dpopKeys: keys,
+            transport: transport)
+        await #expect(throws: AuthError.self) { _ = try await lost.accessToken() }
+        #expect(try await store.load(profile: "default") == nil)
+        #expect(transport.requests.count == 2, "the refresh token and the access token revoked")
+    }
+}
