@@ -5,7 +5,8 @@ internal import SesameJOSE
 /// every concurrent caller — in this process and in every other process that shares the store.
 ///
 /// - **State machine:** the session is `loading` (the store has not been read, or could not be), `signedOut`,
-///   `active`, or `refreshing`; every transition is written down in this file, and ``status`` shows it.
+///   `active`, or `refreshing`; every transition is a rule of an internal value type (tested without I/O), and
+///   ``status`` shows where it stands. The actor performs what the rules decide: store I/O, provider calls, events.
 /// - **A store that cannot be read is not "signed out":** the call throws ``AuthError/Code/storeUnavailable``
 ///   (transient) and the next call reads again.
 /// - **Single flight:** when the access token is about to expire (or a request was rejected), exactly one refresh
@@ -75,60 +76,13 @@ public actor AuthSession {
     public nonisolated let store: any TokenStore
     /// The profile key in the store.
     public nonisolated let profile: String
-    private let timeSource: any TimeSource
-    private let leeway: TimeInterval
-    private let budget: RefreshBudget
-    private let broadcaster = EventBroadcaster()
-
-    // The state machine. Transitions (and nothing else changes `state`):
-    //   loading     → active | signedOut(nil)                          ensureLoaded() read the store
-    //   loading     → loading                                          the read failed (thrown, retried next call)
-    //   any         → active(new)                                      signIn(with:) saved the new credentials
-    //   any         → signedOut(.userInitiated)                        signOut(revoke:)
-    //   active      → refreshing(tokens, task)                         startRefresh(_:)
-    //   refreshing  → active(newer)                                    the task refreshed, or adopted a newer store
-    //   refreshing  → active(same)                                     the task failed transiently
-    //   refreshing  → signedOut(.sessionExpired | .signedOutElsewhere) definitive rejection / store emptied elsewhere
-    // Every transition out of `refreshing` is made by the refresh task itself and only in the epoch it started in.
-    private enum State {
-        case loading
-        case signedOut(AuthEvent.SignOutReason?)
-        case active(TokenSet)
-        case refreshing(TokenSet, Task<TokenSet, any Error>)
-
-        var tokens: TokenSet? {
-            switch self {
-            case .active(let tokens), .refreshing(let tokens, _): tokens
-            case .loading, .signedOut: nil
-            }
-        }
-    }
-
-    /// Why a refresh runs.
-    private enum Intent {
-        /// The access token expires within this leeway.
-        case expiring(TimeInterval)
-        /// The credentials of this generation were rejected.
-        case rejected
-        /// The caller asked for a refresh.
-        case forced
-        /// Only retry a save that failed.
-        case persist
-    }
-
-    private var state = State.loading
-    /// Bumped on every change of credentials.
-    package private(set) var generation = 0
-    /// Bumped on every sign-in and sign-out.
-    private var epoch = 0
-    /// Credentials in memory that the store does not have yet (their save failed), and the stored credentials
-    /// they replace: the save is retried only while the store still holds those.
-    private var pendingSave: (tokens: TokenSet, replacing: TokenSet)?
-    /// Credentials this session ended whose delete failed: deleted later only if the store still holds them.
-    private var pendingDelete: TokenSet?
-    /// Credentials a refresh obtained after its epoch ended: revoked by the sign-out that ended it.
-    private var discarded: TokenSet?
-    private var refreshTimes: [ContinuousClock.Instant] = []
+    let timeSource: any TimeSource
+    let leeway: TimeInterval
+    let broadcaster = EventBroadcaster()
+    /// The state and its rules.
+    var machine: SessionMachine
+    /// The running refresh while ``SessionMachine/Phase/refreshing``.
+    var refreshTask: Task<TokenSet, any Error>?
     private var operationBusy = false
     private var operationWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -155,7 +109,7 @@ public actor AuthSession {
         self.profile = profile
         self.timeSource = timeSource
         self.leeway = refreshLeeway
-        self.budget = refreshBudget
+        machine = SessionMachine(budget: refreshBudget)
     }
 
     deinit { broadcaster.finish() }
@@ -171,12 +125,20 @@ public actor AuthSession {
 
     /// Where the session stands, without reading the store.
     public var status: Status {
-        switch state {
+        switch machine.phase {
         case .loading: .loading
         case .signedOut(let reason): .signedOut(reason: reason)
         case .active: .active
         case .refreshing: .refreshing
         }
+    }
+
+    /// Bumped on every change of credentials.
+    package var generation: Int { machine.generation }
+
+    /// Sends what a transition decided.
+    func send(_ events: [AuthEvent]) {
+        for event in events { broadcaster.yield(event) }
     }
 
     // MARK: Reading
@@ -193,7 +155,7 @@ public actor AuthSession {
     public var isSignedIn: Bool {
         get async throws {
             try await ensureLoaded()
-            return state.tokens != nil
+            return machine.tokens != nil
         }
     }
 
@@ -203,7 +165,7 @@ public actor AuthSession {
     public var currentTokens: TokenSet? {
         get async throws {
             try await ensureLoaded()
-            return state.tokens
+            return machine.tokens
         }
     }
 
@@ -218,7 +180,7 @@ public actor AuthSession {
     public func signIn(with tokens: TokenSet) async throws {
         await beginOperation()
         defer { endOperation() }
-        epoch += 1
+        _ = machine.beginSignIn()
         await endRefresh(grace: .zero)
         let store = self.store
         let profile = self.profile
@@ -227,12 +189,7 @@ public actor AuthSession {
         } catch {
             throw Self.normalized(error, .storeUnavailable, "cannot save the credentials")
         }
-        pendingDelete = nil
-        pendingSave = nil
-        discarded = nil
-        generation += 1
-        state = .active(tokens)
-        broadcaster.yield(.signedIn)
+        send(machine.signedIn(tokens))
     }
 
     /// Ends the session: local credentials are always deleted (even offline), and the server is told unless
@@ -248,14 +205,9 @@ public actor AuthSession {
     public func signOut(revoke: Bool = true) async -> SignOutResult {
         await beginOperation()
         defer { endOperation() }
-        var newest = state.tokens
-        epoch += 1
+        let memory = machine.beginSignOut()
         await endRefresh(grace: .seconds(5))
-        if let discarded { newest = discarded }
-        discarded = nil
-        pendingSave = nil
-        generation += 1
-        state = .signedOut(.userInitiated)
+        var newest = machine.signedOut(memory: memory)
         let store = self.store
         let profile = self.profile
         var removed = true
@@ -266,14 +218,10 @@ public actor AuthSession {
                 return stored
             }
             if let stored { newest = stored }
-            pendingDelete = nil
         } catch {
-            // Retried later, and only while the store still holds what this session ended.
-            pendingDelete = newest
             removed = false
-            broadcaster.yield(.persistenceFailed)
         }
-        broadcaster.yield(.signedOut(.userInitiated))
+        send(machine.signOutDeleted(removed, newest: newest))
         guard let newest else {
             return SignOutResult(revocation: .notAttempted, credentialsRemoved: removed, wasSignedIn: false)
         }
@@ -328,7 +276,7 @@ public actor AuthSession {
     /// - Throws: as ``validTokens(minimumValidity:)``.
     public func refreshTokens(rejectedAccessToken: String) async throws -> TokenSet {
         try await ensureLoaded()
-        if let current = state.tokens, !ConstantTime.equals(current.accessToken, rejectedAccessToken) {
+        if let current = machine.tokens, !ConstantTime.equals(current.accessToken, rejectedAccessToken) {
             return current
         }
         return try await refresh(.rejected).tokens
@@ -337,357 +285,24 @@ public actor AuthSession {
     /// Credentials and their generation, refreshed if they expire within the leeway.
     package func credentials(minimumValidity: TimeInterval? = nil) async throws -> (tokens: TokenSet, generation: Int) {
         try await ensureLoaded()
-        switch state {
-        case .loading, .signedOut: throw AuthError(.notSignedIn, "no one is signed in")
-        case .refreshing: return try await refresh(.expiring(minimumValidity ?? leeway))
-        case .active(let tokens):
-            let wanted = minimumValidity ?? leeway
-            let now = timeSource.now
-            // Without a refresh token an early refresh is impossible: a token still valid is used until it expires.
-            let stillValid = tokens.expiresAt.map { $0 > now } ?? true
-            if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || !stillValid {
-                return try await refresh(.expiring(wanted))
-            }
-            if pendingSave != nil { return try await refresh(.persist) }
-            return (tokens, generation)
+        switch machine.decide(wanted: minimumValidity ?? leeway, now: timeSource.now) {
+        case .notSignedIn: throw AuthError(.notSignedIn, "no one is signed in")
+        case .use(let tokens, let generation): return (tokens, generation)
+        case .refresh(let intent): return try await refresh(intent)
         }
     }
 
     /// Credentials newer than `rejectedGeneration`: the current ones if they are, else one refresh.
     package func credentials(after rejectedGeneration: Int) async throws -> (tokens: TokenSet, generation: Int) {
         try await ensureLoaded()
-        if generation > rejectedGeneration, case .active(let tokens) = state { return (tokens, generation) }
+        if let newer = machine.newer(than: rejectedGeneration) { return newer }
         return try await refresh(.rejected)
     }
 
-    // MARK: The refresh
-
-    /// Joins the in-flight refresh or starts one.
-    ///
-    /// A joined refresh that did not serve this intent (it only
-    /// retried a save, or its result still expires too soon) is followed by one more.
-    private func refresh(_ intent: Intent) async throws -> (tokens: TokenSet, generation: Int) {
-        let startedEpoch = epoch
-        for attempt in 0..<2 {
-            let task: Task<TokenSet, any Error>
-            let joined: Bool
-            switch state {
-            case .loading, .signedOut: throw AuthError(.notSignedIn, "no one is signed in")
-            case .refreshing(_, let running):
-                task = running
-                joined = true
-            case .active(let tokens):
-                task = Task { try await self.runRefresh(intent, epoch: startedEpoch) }
-                state = .refreshing(tokens, task)
-                joined = false
-            }
-            let before = generation
-            let tokens: TokenSet
-            do {
-                tokens = try await task.value
-            } catch {
-                guard epoch == startedEpoch else { throw Self.ended }
-                throw error
-            }
-            guard epoch == startedEpoch else { throw Self.ended }
-            if !joined || attempt == 1 || served(intent, tokens, since: before) { return (tokens, generation) }
-        }
-        throw Self.ended  // not reached: the second attempt always returns
-    }
-
-    private func served(_ intent: Intent, _ tokens: TokenSet, since generation: Int) -> Bool {
-        switch intent {
-        case .expiring(let wanted): !tokens.needsRefresh(at: timeSource.now, leeway: wanted)
-        case .rejected, .forced: self.generation > generation
-        case .persist: true
-        }
-    }
-
-    private static let ended = AuthError(.notSignedIn, "the session ended while refreshing; the result was discarded")
-
-    /// The refresh task's body: every exit leaves `refreshing` (in its own epoch only).
-    private func runRefresh(_ intent: Intent, epoch startedEpoch: Int) async throws -> TokenSet {
-        let store = self.store
-        let profile = self.profile
-        do {
-            let tokens = try await store.withExclusiveAccess(profile: profile) {
-                try await self.refreshHoldingLock(intent, epoch: startedEpoch)
-            }
-            // Every path above ends in finish(with:) or endSession; this only guards the invariant.
-            if epoch == startedEpoch, case .refreshing = state { return try finish(with: tokens, epoch: startedEpoch) }
-            return tokens
-        } catch {
-            let failure = Self.normalized(error, .transport, "the provider failed")
-            guard epoch == startedEpoch else { throw failure }
-            if case .refreshing(let tokens, _) = state {
-                state = .active(tokens)
-                if let code = (failure as? AuthError)?.code { broadcaster.yield(.refreshFailed(code)) }
-            }
-            throw failure
-        }
-    }
-
-    /// Under the cross-process lock: re-read, adopt, refresh only if still needed, persist, then use.
-    private func refreshHoldingLock(_ intent: Intent, epoch startedEpoch: Int) async throws -> TokenSet {
-        guard epoch == startedEpoch, case .refreshing(let memory, _) = state else { throw Self.ended }
-        let stored: TokenSet?
-        do {
-            stored = try await store.load(profile: profile)
-        } catch let error as AuthError where error.code == .storeCorrupt {
-            // The store kept the unreadable data aside; the credentials in memory are the newest known.
-            guard epoch == startedEpoch else { throw Self.ended }
-            try await persist(memory, replacing: memory, epoch: startedEpoch)
-            stored = memory
-        } catch {
-            throw Self.normalized(error, .storeUnavailable, "cannot read the credentials before refreshing")
-        }
-        guard epoch == startedEpoch else { throw Self.ended }
-        var candidate = memory
-        if let pending = pendingSave {
-            // A save that failed earlier: write it only while the store still holds what it replaces.
-            if Self.same(stored, pending.replacing) {
-                if (try? await store.save(pending.tokens, profile: profile)) != nil { pendingSave = nil }
-                guard epoch == startedEpoch else { throw Self.ended }
-            } else {
-                pendingSave = nil
-                if !Self.same(stored, pending.tokens) {
-                    candidate = try await adoptOrEnd(stored, memory, epoch: startedEpoch)
-                }
-            }
-            if case .persist = intent, Self.same(candidate, memory) {
-                return try finish(with: memory, epoch: startedEpoch)
-            }
-        } else if !Self.same(stored, memory) {
-            candidate = try await adoptOrEnd(stored, memory, epoch: startedEpoch)
-        }
-        let adopted = !Self.same(candidate, memory)
-        switch intent {
-        case .expiring(let wanted) where !candidate.needsRefresh(at: timeSource.now, leeway: wanted):
-            return try finish(with: candidate, epoch: startedEpoch)
-        case .rejected where adopted, .forced where adopted, .persist:
-            return try finish(with: candidate, epoch: startedEpoch)
-        default:
-            break
-        }
-        try chargeBudget()
-        let refreshed: TokenSet
-        do {
-            refreshed = try await provider.refresh(candidate)
-        } catch let error as AuthError where error.code == .dpopKeyMismatch {
-            guard epoch == startedEpoch else { throw Self.ended }
-            return try await endSession(.dpopKeyLost, deleting: candidate, epoch: startedEpoch, cause: error)
-        } catch let error as AuthError where error.code == .refreshRejected {
-            guard epoch == startedEpoch else { throw Self.ended }
-            // A process that does not take the lock may have rotated the token meanwhile: adopt its newer one.
-            if let stored = try? await store.load(profile: profile), stored.refreshToken != candidate.refreshToken,
-                Self.sameUser(stored, candidate), epoch == startedEpoch
-            {
-                return try finish(with: stored, epoch: startedEpoch)
-            }
-            guard epoch == startedEpoch else { throw Self.ended }
-            return try await endSession(
-                .sessionExpired, deleting: candidate, epoch: startedEpoch, cause: error)
-        }
-        guard epoch == startedEpoch else {
-            discarded = refreshed
-            throw Self.ended
-        }
-        try await persist(refreshed, replacing: candidate, epoch: startedEpoch)
-        return try finish(with: refreshed, epoch: startedEpoch)
-    }
-
-    /// What another process left in the store: adopted when it is the same user's session (rotated there), the
-    /// end of this session when the store is empty (signed out there) or holds another user's sign-in.
-    private func adoptOrEnd(_ stored: TokenSet?, _ memory: TokenSet, epoch startedEpoch: Int) async throws -> TokenSet {
-        guard let stored, Self.sameUser(stored, memory) else {
-            return try await endSession(.signedOutElsewhere, deleting: nil, epoch: startedEpoch)
-        }
-        return stored
-    }
-
-    /// Whether two token sets are the same credentials: the same access and refresh tokens, byte for byte (other
-    /// fields may differ after a trip through a store's encoding).
-    private static func same(_ lhs: TokenSet?, _ rhs: TokenSet?) -> Bool {
-        guard let lhs, let rhs else { return lhs == nil && rhs == nil }
-        return ByteExact.equals(lhs.accessToken, rhs.accessToken)
-            && ByteExact.equals(lhs.refreshToken ?? "", rhs.refreshToken ?? "")
-            && (lhs.refreshToken == nil) == (rhs.refreshToken == nil)
-    }
-
-    /// Whether two token sets belong to one user (unknown users are taken to be the same).
-    private static func sameUser(_ lhs: TokenSet, _ rhs: TokenSet) -> Bool {
-        guard let left = lhs.user?.id, let right = rhs.user?.id else { return true }
-        return ByteExact.equals(left, right)
-    }
-
-    /// Saves before use, retrying twice; if the store still refuses, the credentials serve from memory and the
-    /// save stays pending (written later only while the store still holds `replaced`).
-    private func persist(_ tokens: TokenSet, replacing replaced: TokenSet, epoch startedEpoch: Int) async throws {
-        for attempt in 0..<3 {
-            if attempt > 0 { try? await Task.sleep(for: .milliseconds(20 * attempt)) }
-            if (try? await store.save(tokens, profile: profile)) != nil {
-                pendingSave = nil
-                return
-            }
-            guard epoch == startedEpoch else { throw Self.ended }
-        }
-        pendingSave = (tokens, replaced)
-        broadcaster.yield(.persistenceFailed)
-    }
-
-    /// Makes the transition `refreshing → active(tokens)`, in the refresh's own epoch only.
-    private func finish(with tokens: TokenSet, epoch startedEpoch: Int) throws -> TokenSet {
-        guard epoch == startedEpoch else { throw Self.ended }
-        let changed = !Self.same(state.tokens, tokens)
-        state = .active(tokens)
-        if changed {
-            generation += 1
-            broadcaster.yield(.refreshed(generation: generation))
-        }
-        return tokens
-    }
-
-    /// Makes the transition `refreshing → signedOut(reason)`.
-    ///
-    /// Called holding the cross-process lock; when the server ended the
-    /// session the stored credentials are deleted first (or the deletion is kept pending). The state stays
-    /// `refreshing` until then, so a sign-in meanwhile waits for this task and its delete cannot hit the new
-    /// session's credentials.
-    private func endSession(
-        _ reason: AuthEvent.SignOutReason, deleting ended: TokenSet?, epoch startedEpoch: Int, cause: AuthError? = nil
-    ) async throws -> TokenSet {
-        let deleted = ended == nil ? true : (try? await store.delete(profile: profile)) != nil
-        guard epoch == startedEpoch else { throw Self.ended }
-        generation += 1
-        state = .signedOut(reason)
-        pendingSave = nil
-        if !deleted {
-            pendingDelete = ended
-            broadcaster.yield(.persistenceFailed)
-        }
-        broadcaster.yield(.signedOut(reason))
-        switch reason {
-        case .signedOutElsewhere:
-            throw AuthError(.notSignedIn, "the session was ended by another process sharing the store")
-        case .dpopKeyLost:
-            throw cause ?? AuthError(.dpopKeyMismatch, "the credentials were bound to a lost DPoP key; sign in again")
-        default:
-            throw AuthError(
-                .sessionExpired, "the session has expired; sign in again", statusCode: cause?.statusCode,
-                serverResponse: cause?.serverResponse)
-        }
-    }
-
-    private func chargeBudget() throws {
-        let now = ContinuousClock.now
-        refreshTimes.removeAll { now - $0 > budget.window }
-        guard refreshTimes.count < budget.maxRefreshes else {
-            throw AuthError(
-                .refreshBudgetExceeded,
-                "more than \(budget.maxRefreshes) refreshes in \(budget.window): stopping a refresh loop")
-        }
-        refreshTimes.append(now)
-    }
-
-    /// Waits for the in-flight refresh — for `grace`, then cancels it — so nothing it does can land later.
-    private func endRefresh(grace: Duration) async {
-        guard case .refreshing(let tokens, let task) = state else { return }
-        if grace > .zero {
-            let deadline = Task {
-                try? await Task.sleep(for: grace)
-                task.cancel()
-            }
-            _ = await task.result
-            deadline.cancel()
-        } else {
-            task.cancel()
-            _ = await task.result
-        }
-        if case .refreshing(_, let current) = state, current == task { state = .active(tokens) }
-    }
-
-    // MARK: Loading and pending writes
-
-    private func ensureLoaded() async throws {
-        if pendingDelete != nil { await retryPendingDelete() }
-        guard case .loading = state else { return }
-        let startedEpoch = epoch
-        let stored: TokenSet?
-        do {
-            stored = try await store.load(profile: profile)
-        } catch {
-            broadcaster.yield(.storeUnavailable)
-            throw Self.normalized(error, .storeUnavailable, "cannot read the credentials")
-        }
-        guard epoch == startedEpoch, case .loading = state else { return }
-        if let stored {
-            do {
-                try provider.checkStoredCredentials(stored)
-            } catch let error as AuthError where error.code == .dpopKeyMismatch {
-                // Another process signed in again with a new key after this provider read its own: not lost.
-                if await provider.storedCredentialsMayBeUsable(stored) {
-                    throw AuthError(
-                        .storeUnavailable,
-                        "profile \(profile) was signed in again with a new DPoP key while this ran; try again")
-                }
-                // Unusable by this provider (bound to a key it does not have): the session ends here, before any
-                // request that could use them, with the grant revoked and the credentials gone.
-                await endUnusable(stored, epoch: startedEpoch)
-                throw error
-            }
-            generation += 1
-            state = .active(stored)
-        } else {
-            state = .signedOut(nil)
-        }
-        broadcaster.yield(.loaded(signedIn: stored != nil))
-    }
-
-    /// Ends a session whose stored credentials this provider cannot use (a lost DPoP key): revokes them first,
-    /// best effort (revocation needs no proof, and the grant must not outlive the key it was bound to, which may
-    /// have leaked), then deletes them under the cross-process lock unless another sign-in replaced them meanwhile
-    /// — then the next call reads that one.
-    private func endUnusable(_ stored: TokenSet, epoch startedEpoch: Int) async {
-        try? await provider.signOut(stored)
-        let store = self.store
-        let profile = self.profile
-        let outcome = try? await store.withExclusiveAccess(profile: profile) { () async throws -> Bool in
-            guard let current = try await store.load(profile: profile) else { return true }
-            guard Self.same(current, stored) else { return false }  // a newer sign-in: not ours to delete
-            try await store.delete(profile: profile)
-            return true
-        }
-        guard epoch == startedEpoch, case .loading = state else { return }
-        if outcome == false { return }  // stay .loading: the next call reads the newer credentials
-        generation += 1
-        state = .signedOut(.dpopKeyLost)
-        if outcome == nil {
-            pendingDelete = stored
-            broadcaster.yield(.persistenceFailed)
-        }
-        broadcaster.yield(.signedOut(.dpopKeyLost))
-    }
-
-    /// A deletion that failed at sign-out (or at a definitive rejection) is retried — serialised with sign-in,
-    /// under the cross-process lock, and only while the store still holds exactly the credentials this session
-    /// ended, so that it can never delete a newer session's.
-    private func retryPendingDelete() async {
-        await beginOperation()
-        defer { endOperation() }
-        guard let ended = pendingDelete, state.tokens == nil else { return }
-        let store = self.store
-        let profile = self.profile
-        let done = try? await store.withExclusiveAccess(profile: profile) { () async throws -> Bool in
-            guard let stored = try await store.load(profile: profile) else { return true }
-            guard Self.same(stored, ended) else { return true }  // someone signed in since: not ours to delete
-            try await store.delete(profile: profile)
-            return true
-        }
-        if done == true { pendingDelete = nil }
-    }
+    // MARK: Operations
 
     /// Sign-in, sign-out and pending deletes run one at a time.
-    private func beginOperation() async {
+    func beginOperation() async {
         guard operationBusy else {
             operationBusy = true
             return
@@ -695,7 +310,7 @@ public actor AuthSession {
         await withCheckedContinuation { operationWaiters.append($0) }
     }
 
-    private func endOperation() {
+    func endOperation() {
         if operationWaiters.isEmpty {
             operationBusy = false
         } else {
@@ -707,7 +322,7 @@ public actor AuthSession {
 
     /// `error` as this module throws it: an ``AuthError`` or `CancellationError` as it is, anything else (a
     /// custom store's or provider's own error) wrapped with `code`.
-    private static func normalized(_ error: any Error, _ code: AuthError.Code, _ message: String) -> any Error {
+    static func normalized(_ error: any Error, _ code: AuthError.Code, _ message: String) -> any Error {
         if error is CancellationError || error is AuthError { return error }
         return AuthError(code, "\(message): \(type(of: error))")
     }
