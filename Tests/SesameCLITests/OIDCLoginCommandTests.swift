@@ -241,6 +241,26 @@ import Testing
         #expect(try CLIRunner.run(["logout"], environment: environment).status == 0)
     }
 
+    @Test("a re-login with --dpop keeps the profile's key; another --dpop-alg replaces it; without --dpop it goes")
+    func dpopKeyAcrossSignIns() throws {
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let keyFile = workspace.folder.appendingPathComponent("credentials/default.dpop.jwk")
+        try workspace.signIn(["--dpop"])
+        let first = try JWK(json: try Data(contentsOf: keyFile))
+        try workspace.signIn(["--dpop"])
+        #expect(try JWK(json: try Data(contentsOf: keyFile)).thumbprint == first.thumbprint, "the same key")
+        try workspace.signIn(["--dpop-alg", "EdDSA"])
+        let second = try JWK(json: try Data(contentsOf: keyFile))
+        #expect(second.thumbprint != first.thumbprint && second.algorithm?.name == "EdDSA")
+        let status = try CLIRunner.run(["status", "--json"], environment: workspace.environment)
+        #expect(status.stdout.contains("\"dpopKeyThumbprint\":\"\(second.thumbprint)\""), "\(status.stdout)")
+        try workspace.signIn([])
+        #expect(!FileManager.default.fileExists(atPath: keyFile.path), "a Bearer sign-in removes the key")
+        let bearer = try CLIRunner.run(["status", "--json"], environment: workspace.environment)
+        #expect(bearer.stdout.contains("\"dpop\":false"))
+    }
+
     @Test("a lost DPoP key: status and request say sign in again (exit 3), logout still works")
     func lostDPoPKey() async throws {
         let workspace = try Workspace()

@@ -113,7 +113,7 @@ actor SwitchableFileStore: TokenStore {
         try await session.signIn(with: user("u", "0"))
         try Data("{not json".utf8).write(to: directory.appendingPathComponent("p.json"))
         #expect(try await session.forceRefresh().accessToken == "u-a1")
-        #expect(await session.status == .active)
+        #expect(await session.status == .signedIn)
         #expect(try await file.load(profile: "p")?.accessToken == "u-a1")
         let kept = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("corrupt") }
         #expect(kept.count == 1)

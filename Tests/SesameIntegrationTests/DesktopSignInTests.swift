@@ -127,6 +127,19 @@ final class ScratchFolder {
         let tokens = try await auth.signIn(with: agent)
         #expect(tokens.user?.email == "alice@example.com")
         #expect(try await auth.userInfo()["email"] == "alice@example.com")
+        struct Profile: Decodable {
+            let sub: String
+            let email: String?
+        }
+        let profile = try await auth.userInfo(as: Profile.self)
+        #expect(profile.email == "alice@example.com" && profile.sub == tokens.user?.id)
+        struct Wrong: Decodable { let age: Int }
+        do {
+            _ = try await auth.userInfo(as: Wrong.self)
+            Issue.record("claims without age decoded as Wrong")
+        } catch let error as AuthError {
+            #expect(error.code == .decoding)
+        }
         do {
             try await auth.signIn(with: agent)
             Issue.record("one agent served two sign-ins")

@@ -78,7 +78,7 @@ import Testing
         } catch let error as AuthError {
             #expect(error.isTransient)
         }
-        #expect(await session.status == .active)
+        #expect(await session.status == .signedIn)
         #expect(try await store.load(profile: "default")?.refreshToken == "r-0")
     }
 

@@ -191,7 +191,7 @@ actor FlakyStore: TokenStore {
         let before = try await setup.refreshes()
         await #expect(throws: AuthError.self) { try await session.validTokens() }
         #expect(try await setup.refreshes() == before)
-        #expect(await session.status == .active)
+        #expect(await session.status == .signedIn)
         await store.heal()
         #expect(try await session.validTokens().accessToken != refreshed.accessToken)
 

@@ -192,3 +192,25 @@ import Testing
         #expect(transport.requests[1].body == Data(#"{"refreshToken":"r1"}"#.utf8))
     }
 }
+
+@Suite struct BaseURLRuleTests {
+    @Test(
+        "One rule for a base URL with a path: RESTAuthProvider and AuthorizedClient both append (…/v1 + login → …/v1/login)",
+        arguments: ["https://api.example/v1", "https://api.example/v1/"])
+    func pathsAppend(base text: String) async throws {
+        let base = try #require(URL(string: text))
+        let transport = ScriptedTransport()
+        let provider = RESTAuthProvider(baseURL: base, transport: transport)
+        transport.enqueue(.json(200, #"{"accessToken":"a","refreshToken":"r","user":{"id":"u"}}"#))
+        let tokens = try await provider.login(email: "a@example.com", password: "pw")
+        let session = AuthSession(provider: provider, store: InMemoryTokenStore())
+        try await session.signIn(with: tokens)
+        let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
+        transport.enqueue(.json(200, "{}"), .json(200, "{}"))
+        _ = try await client.send(.get("me"))
+        _ = try await client.send(.get("/me?x=1"))
+        let urls = transport.requests.map(\.url.absoluteString)
+        #expect(urls == ["https://api.example/v1/login", "https://api.example/v1/me", "https://api.example/v1/me?x=1"])
+        await #expect(throws: AuthError.self) { _ = try await client.send(.get("../admin")) }
+    }
+}

@@ -84,7 +84,7 @@ import Testing
         // have rotated: a transient error, the session kept.
         await #expect(throws: AuthError.self) { try await session.validTokens() }
         #expect(transport.requests.isEmpty)
-        #expect(await session.status == .active)
+        #expect(await session.status == .signedIn)
         keychain.setLocked(false)
         transport.enqueue(.json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":900,"tokenType":"Bearer"}"#))
         #expect(try await session.validTokens().accessToken == "a2")

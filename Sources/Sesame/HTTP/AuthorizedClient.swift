@@ -337,15 +337,7 @@ public struct AuthorizedClient: Sendable {
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
             resolved = URL(string: endpoint.path)
         } else {
-            // A path stays under the base URL's path: `..` segments are refused, and a `?query` part is a query.
-            let parts = endpoint.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-            let path = String(parts[0])
-            guard !path.split(separator: "/").contains(where: { $0 == ".." || $0 == "%2e%2e" || $0 == "%2E%2E" })
-            else { throw AuthError(.configuration, "an endpoint path may not contain '..' segments") }
-            var components = URLComponents(
-                url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: true)
-            if parts.count == 2 { components?.percentEncodedQuery = String(parts[1]) }
-            resolved = components?.url
+            resolved = try SesameHTTP.url(path: endpoint.path, under: baseURL)
         }
         guard let resolved, var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true) else {
             throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")

@@ -241,6 +241,24 @@ public protocol HTTPTransport: Sendable {
 }
 
 extension SesameHTTP {
+    /// `path` under `base`: the one rule for ``AuthorizedClient`` endpoints and ``RESTAuthProvider`` paths.
+    ///
+    /// The path is appended to the base URL's path (`https://api.example/v1` + `me` is
+    /// `https://api.example/v1/me`, with or without slashes); a `?query` part is taken as the query.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/configuration`` for `..` segments (a path stays under the base
+    ///   URL's path).
+    package static func url(path text: String, under base: URL) throws -> URL? {
+        let parts = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = String(parts[0])
+        guard !path.split(separator: "/").contains(where: { $0 == ".." || $0.lowercased() == "%2e%2e" }) else {
+            throw AuthError(.configuration, "an endpoint path may not contain '..' segments")
+        }
+        var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: true)
+        if parts.count == 2 { components?.percentEncodedQuery = String(parts[1]) }
+        return components?.url
+    }
+
     /// The platform's transport.
     ///
     /// On Linux, libcurl waiting in the kernel (``CurlTransport``); on Apple platforms `URLSession`

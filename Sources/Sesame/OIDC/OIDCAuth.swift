@@ -185,6 +185,23 @@ public final class OIDCAuth: Sendable {
         try await provider.userInfo(from: session)
     }
 
+    /// UserInfo's claims decoded as your type, after the same checks as ``userInfo()``.
+    ///
+    /// ```swift
+    /// struct Profile: Decodable { let sub: String; let email: String?; let name: String? }
+    /// let profile = try await auth.userInfo(as: Profile.self)
+    /// ```
+    ///
+    /// - Throws: as ``userInfo()``, and ``AuthError/Code/decoding`` when the claims are not a `T`.
+    public func userInfo<T: Decodable>(as type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        let claims = try await userInfo()
+        do {
+            return try decoder.decode(T.self, from: Data(JOSEValue.object(claims).jsonBytes))
+        } catch {
+            throw AuthError(.decoding, "the UserInfo claims are not a \(T.self)")
+        }
+    }
+
     /// Signs out: the tokens are revoked at the provider (reported in the result) and deleted here.
     ///
     /// With an `endSession` agent, the provider's logout page is opened first (RP-initiated logout) to end the browser

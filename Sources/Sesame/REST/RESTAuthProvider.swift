@@ -15,7 +15,8 @@ public import SesameJOSE
 public struct RESTAuthProvider: AuthProvider {
     /// Paths, request bodies and response field names.
     public struct Contract: Sendable {
-        /// Paths relative to the base URL.
+        /// Paths appended to the base URL's path (`https://api.example/v1` + `register` is
+        /// `https://api.example/v1/register`), as ``AuthorizedClient`` appends its endpoints.
         public var registerPath = "register"
         /// The login path.
         public var loginPath = "login"
@@ -148,7 +149,8 @@ public struct RESTAuthProvider: AuthProvider {
     private func send(_ method: String, _ path: String, _ body: JOSEValue?, bearer: String?) async throws
         -> SesameHTTP.Response
     {
-        guard let url = URL(string: path, relativeTo: baseURL)?.absoluteURL else {
+        // The same rule as AuthorizedClient: `https://api.example/v1` + `login` is `https://api.example/v1/login`.
+        guard let url = try SesameHTTP.url(path: path, under: baseURL) else {
             throw AuthError(.configuration, "bad path \(path)")
         }
         var headers: SesameHTTP.Headers = ["Accept": "application/json"]

@@ -36,16 +36,20 @@ public actor AuthSession {
         }
     }
 
-    /// Where the session stands.
+    /// Where the session stands (the names ``AuthState/Status`` uses, plus `loading` and `refreshing`).
     public enum Status: Sendable, Equatable {
         /// The store has not been read yet, or could not be read (the next call tries again).
         case loading
         /// No credentials; `reason` says why when this session ended them.
         case signedOut(reason: AuthEvent.SignOutReason?)
         /// Credentials are in hand.
-        case active
+        case signedIn
         /// Credentials are in hand and a refresh is running.
         case refreshing
+
+        /// The earlier name of ``signedIn``.
+        @available(*, deprecated, renamed: "signedIn")
+        public static var active: Status { .signedIn }
     }
 
     /// What ``signOut(revoke:)`` managed to do.
@@ -128,7 +132,7 @@ public actor AuthSession {
         switch machine.phase {
         case .loading: .loading
         case .signedOut(let reason): .signedOut(reason: reason)
-        case .active: .active
+        case .active: .signedIn
         case .refreshing: .refreshing
         }
     }

@@ -60,7 +60,7 @@ enum CommandTable {
             Either way the credentials are kept in the profile's store.
             """,
         options: [
-            SessionOptions.rest, SessionOptions.email,
+            SessionOptions.rest, SessionOptions.loginEmail,
             OptionSpec("--issuer", value: "URL", "the OpenID Connect issuer (https, or http on loopback)"),
             OptionSpec("--client-id", value: "ID", "the registered public client (the dev server's: sesame-cli)"),
             OptionSpec(
@@ -71,10 +71,13 @@ enum CommandTable {
             OptionSpec("--resource", value: "URL", "an API origin that may receive the tokens", repeatable: true),
             OptionSpec("--no-browser", "print the URL, do not open a browser"),
             OptionSpec("--device", "the device flow: a code to enter on another device"),
-            OptionSpec("--dpop", "bind the tokens to a new key of this profile (DPoP, RFC 9449)"),
+            OptionSpec(
+                "--dpop",
+                "bind the tokens to this profile's key (DPoP, RFC 9449): made on first use, kept 0600 beside the credentials and reused by later sign-ins"
+            ),
             OptionSpec(
                 "--dpop-alg", value: "ALG",
-                "the DPoP key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists)"
+                "a new key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists); another algorithm than the profile's key has replaces that key"
             ),
         ] + GlobalOptions.session,
         examples: [
@@ -237,4 +240,6 @@ enum SessionOptions {
     static let rest = OptionSpec(
         "--rest", value: "BASE_URL", "the REST backend's base URL, e.g. http://127.0.0.1:8080")
     static let email = OptionSpec("--email", value: "EMAIL", "the account's email (required)")
+    /// `login`'s: needed with --rest only.
+    static let loginEmail = OptionSpec("--email", value: "EMAIL", "with --rest: the account's email (required there)")
 }
