@@ -152,6 +152,12 @@ import Testing
             ["login", "--rest", server.base.absoluteString, "--email", "m@example.com", "--store", "memory"],
             stdin: "pw\n")
         #expect(memory.status == 2 && memory.stderr.contains("keeps nothing"))
+        // Store kinds are checked when the command is built: a bad one is a usage error before the password is read.
+        let unknown = try sesame(
+            ["login", "--rest", server.base.absoluteString, "--email", "m@example.com"], stdin: "pw\n",
+            extra: ["SESAME_STORE": "cloud"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("not 'cloud'"), "\(unknown.stderr)")
+        #expect(try sesame(["token", "--store", "s3"]).status == 2)
         let noKeyring = try sesame(
             [
                 "register", "--rest", server.base.absoluteString, "--email", "k@example.com", "--store", "keyring",

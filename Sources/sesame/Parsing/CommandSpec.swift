@@ -40,6 +40,21 @@ struct OptionSpec: Sendable {
     }
 }
 
+/// A command of `sesame`, built from its parsed arguments and then run.
+///
+/// Every option is read and checked once, in `init`, as swift-argument-parser's `validate()` does; its
+/// ``CommandSpec`` (in the type) declares the options that parsing, help, suggestions and completion read.
+protocol SesameCommand: Sendable {
+    /// The table entry.
+    static var spec: CommandSpec { get }
+    /// Reads and validates every option and positional.
+    ///
+    /// - Throws: ``CLIError`` (usage) for anything wrong, before any network or store access.
+    init(_ arguments: ParsedArguments) throws
+    /// Does the work.
+    func run() async throws
+}
+
 /// One command, declared once.
 struct CommandSpec: Sendable {
     /// The words that name it (`["jwt", "verify"]`).
@@ -56,8 +71,22 @@ struct CommandSpec: Sendable {
     let examples: [String]
     /// Exit codes beyond the common ones, as `(code, meaning)`.
     let exitCodes: [(Int32, String)]
-    /// The implementation.
+    /// Builds the command (validating its options) and runs it.
     let run: @Sendable (ParsedArguments) async throws -> Void
+
+    init(
+        words: [String], summary: String, arguments: String?, discussion: String, options: [OptionSpec],
+        examples: [String], exitCodes: [(Int32, String)], command: any SesameCommand.Type
+    ) {
+        self.words = words
+        self.summary = summary
+        self.arguments = arguments
+        self.discussion = discussion
+        self.options = options
+        self.examples = examples
+        self.exitCodes = exitCodes
+        run = { arguments in try await command.init(arguments).run() }
+    }
 
     var name: String { words.joined(separator: " ") }
 

@@ -3,21 +3,6 @@ import SesameJOSE
 
 /// `sesame completion bash|zsh|fish`: completion scripts generated from the command table.
 enum Completion {
-    static func run(_ arguments: ParsedArguments) throws {
-        guard let shell = try arguments.atMostOnePositional("SHELL") else {
-            throw CLIError.usage("completion needs bash, zsh or fish", command: arguments.command)
-        }
-        switch shell {
-        case "bash": print(bash(CommandTable.all))
-        case "zsh": print(zsh(CommandTable.all))
-        case "fish": print(fish(CommandTable.all))
-        default:
-            throw CLIError.usage(
-                "completion takes bash, zsh or fish, not '\(printable(shell))'", command: arguments.command
-            )
-        }
-    }
-
     private static var topWords: [String] {
         var seen: [String] = []
         for command in CommandTable.all where !seen.contains(command.words[0]) { seen.append(command.words[0]) }

@@ -8,16 +8,76 @@ import SesameJOSE
     import Darwin
 #endif
 
+/// How a profile signs in.
+enum ProfileKind: String, Codable, Sendable {
+    /// The proprietary REST contract (`login --rest`).
+    case rest
+    /// An OpenID Connect provider (`login --issuer`).
+    case oidc
+}
+
+/// Where a profile keeps its credentials (`--store`).
+enum StoreKind: String, Codable, Sendable, CaseIterable {
+    /// The Secret Service (GNOME Keyring, KWallet).
+    case keyring
+    /// 0600 files in the 0700 credentials folder.
+    case file
+
+    /// `--store`'s value: keyring or file (`memory` keeps nothing, which no command here can use).
+    ///
+    /// - Throws: ``CLIError`` (usage).
+    init(argument text: String, command: CommandSpec) throws {
+        if text == "memory" {
+            throw CLIError.usage("--store memory keeps nothing; use keyring or file", command: command)
+        }
+        guard let kind = StoreKind(rawValue: text) else {
+            throw CLIError.usage("--store takes keyring or file, not '\(printable(text))'", command: command)
+        }
+        self = kind
+    }
+}
+
+/// The profile and store a session command names (`--profile`, `--store`), read and checked when it is built.
+struct SessionSelection: Sendable {
+    let profile: Profile
+    /// `--store`, when given.
+    let explicitStore: StoreKind?
+    let command: CommandSpec
+
+    /// Reads `--profile` (checked before anything else happens, DESIGN §4) and `--store`.
+    ///
+    /// - Throws: ``CLIError`` (usage).
+    init(_ arguments: ParsedArguments) throws {
+        profile = try Profile(arguments)
+        explicitStore = try arguments.value(GlobalOptions.store).map {
+            try StoreKind(argument: $0, command: arguments.command)
+        }
+        command = arguments.command
+    }
+
+    /// Where a new sign-in keeps its credentials: `--store`, else `$SESAME_STORE`, else the keyring when one
+    /// answers.
+    ///
+    /// - Throws: ``CLIError`` (usage) for a bad `$SESAME_STORE`.
+    func storeForNewSession() throws -> StoreKind {
+        if let explicitStore { return explicitStore }
+        if let environment = ProcessInfo.processInfo.environment["SESAME_STORE"], !environment.isEmpty {
+            return try StoreKind(argument: environment, command: command)
+        }
+        return SecretServiceTokenStore.isAvailable ? .keyring : .file
+    }
+}
+
 /// A named profile: its settings file (which server, which store, which origins) next to its credentials.
-struct Profile {
+struct Profile: Sendable {
     /// What the profile remembers; no secrets.
     struct Settings: Codable, Equatable {
-        /// `rest` or `oidc`.
-        var kind = "rest"
+        /// How it signs in.
+        var kind = ProfileKind.rest
         /// The server's base URL.
         var baseURL: String
-        /// `keyring` or `file`.
-        var store: String
+        /// Where the credentials are.
+        var store: StoreKind
         /// The origins the credentials may be sent to.
         var origins: [String]
         /// The email signed in with, for display.
@@ -44,7 +104,7 @@ struct Profile {
     ///
     /// - Throws: ``CLIError`` (usage) for an invalid name.
     init(_ arguments: ParsedArguments) throws {
-        let name = arguments.value("--profile") ?? "default"
+        let name = arguments.value(GlobalOptions.profile) ?? "default"
         guard ProfileName.isValid(name) else {
             throw CLIError.usage(
                 "--profile '\(printable(name))' is not a profile name: use 1-64 of A-Z a-z 0-9 . _ -, "
@@ -135,17 +195,17 @@ struct Profile {
 
     /// The store of `kind`, checked to be usable now.
     ///
-    /// - Throws: ``CLIError``: usage for an unknown kind or `memory`; exit 1 when no keyring answers (a setup
-    ///   problem) and `forNewSession`; exit 4 when an existing profile's keyring does not answer.
-    func store(_ kind: String, forNewSession: Bool, command: CommandSpec) throws -> any TokenStore {
+    /// - Throws: ``CLIError``: exit 1 when no keyring answers (a setup problem) and `forNewSession`; exit 4 when an
+    ///   existing profile's keyring does not answer.
+    func store(_ kind: StoreKind, forNewSession: Bool) throws -> any TokenStore {
         switch kind {
-        case "file":
+        case .file:
             do {
                 return try FileTokenStore(directory: credentialsDirectory)
             } catch let error as AuthError {
                 throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
             }
-        case "keyring":
+        case .keyring:
             guard SecretServiceTokenStore.isAvailable else {
                 throw CLIError(
                     status: forNewSession ? .failure : .transient, code: "store_unavailable",
@@ -153,11 +213,6 @@ struct Profile {
                         + (forNewSession ? "; use --store file" : "; the credentials of profile \(name) are there"))
             }
             return SecretServiceTokenStore(service: "dev.sesame.cli", lockDirectory: lockDirectory)
-        case "memory":
-            throw CLIError.usage("--store memory keeps nothing; use keyring or file", command: command)
-        default:
-            throw CLIError.usage(
-                "--store takes keyring or file, not '\(printable(kind))'", command: command)
         }
     }
 
@@ -167,8 +222,8 @@ struct Profile {
     /// it).
     ///
     /// - Throws: ``CLIError`` for an unusable store.
-    func storeForSignIn(_ kind: String, command: CommandSpec) async throws -> any TokenStore {
-        let store = try self.store(kind, forNewSession: true, command: command)
+    func storeForSignIn(_ kind: StoreKind) async throws -> any TokenStore {
+        let store = try self.store(kind, forNewSession: true)
         do {
             _ = try await store.load(profile: name)
         } catch let error as AuthError where error.code == .storeUnavailable {
@@ -180,20 +235,10 @@ struct Profile {
     }
 
     /// After a sign-in into `kind`: the credentials a previous sign-in left in another store are deleted.
-    func forgetCredentials(in previous: Settings?, nowIn kind: String, command: CommandSpec) async {
-        guard let previous, previous.store != kind,
-            let old = try? store(previous.store, forNewSession: false, command: command)
+    func forgetCredentials(in previous: Settings?, nowIn kind: StoreKind) async {
+        guard let previous, previous.store != kind, let old = try? store(previous.store, forNewSession: false)
         else { return }
         try? await old.delete(profile: name)
-    }
-
-    /// The store kind for a new sign-in: `--store`, else `$SESAME_STORE`, else the keyring when one answers.
-    static func storeKind(for arguments: ParsedArguments) -> String {
-        if let explicit = arguments.value("--store") { return explicit }
-        if let environment = ProcessInfo.processInfo.environment["SESAME_STORE"], !environment.isEmpty {
-            return environment
-        }
-        return SecretServiceTokenStore.isAvailable ? "keyring" : "file"
     }
 }
 

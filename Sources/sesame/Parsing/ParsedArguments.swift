@@ -71,13 +71,16 @@ struct ParsedArguments: Sendable {
     }
 
     /// The value of a single-valued option.
-    func value(_ name: String) -> String? { options[name]?.last }
+    func value(_ option: OptionSpec) -> String? { options[option.name]?.last }
 
     /// Every value of a repeatable option.
-    func values(_ name: String) -> [String] { options[name] ?? [] }
+    func values(_ option: OptionSpec) -> [String] { options[option.name] ?? [] }
 
     /// Whether a flag was given.
-    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func flag(_ option: OptionSpec) -> Bool { flags.contains(option.name) }
+
+    /// A usage error of this command.
+    func usage(_ message: String) -> CLIError { CLIError.usage(message, command: command) }
 
     /// The one positional argument, or nil.
     ///

@@ -9,8 +9,9 @@ import SesameJOSE
     import Darwin
 #endif
 
-/// `sesame serve`: the local development identity server.
-enum ServeCommand {
+/// `sesame serve`: the local development identity server, its configuration read and checked when the command is
+/// built (the keys of `--apple-jwks` are loaded when it runs).
+struct ServeCommand: SesameCommand {
     static let discussion = """
         A development identity server on this machine: the REST contract (POST /register, /login,
         /refresh-token, /logout, /auth/apple; GET /me) and a strict OpenID Connect provider (discovery,
@@ -48,55 +49,80 @@ enum ServeCommand {
           e.g.   --faults '/refresh-token:status=503@0.3;*:latency=50ms@0.1;/me:unauthorized@0.2'
         """
 
+    static let host = OptionSpec(
+        "--host", value: "HOST", "the address to listen on (localhost binds 127.0.0.1 and ::1)", default: "127.0.0.1")
+    static let port = OptionSpec("--port", value: "PORT", "the port (0 picks a free one)", default: "8080")
+    static let database = OptionSpec(
+        "--db", value: "PATH", "SQLite file (created if missing; users, sessions and keys survive restarts)",
+        default: ":memory:")
+    static let issuer = OptionSpec(
+        "--issuer", value: "URL", "the issuer URL, when a proxy serves the server elsewhere",
+        default: "http://HOST:PORT")
+    static let accessTokenTTL = OptionSpec(
+        "--access-token-ttl", value: "S", "access-token lifetime in seconds (1 is fine for tests)", default: "900")
+    static let refreshTokenTTL = OptionSpec(
+        "--refresh-token-ttl", value: "S", "refresh-token lifetime in seconds", default: "2592000")
+    static let signingAlgorithm = OptionSpec(
+        "--signing-alg", value: "ALG", "the signing algorithm of access and ID tokens", default: "ES256",
+        choices: ["RS256", "ES256", "EdDSA"])
+    static let user = OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true)
+    static let faults = OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)")
+    static let faultSeed = OptionSpec(
+        "--fault-seed", value: "N", "seed the dice of probabilistic faults, for reproducible runs")
+    static let noDevEndpoints = OptionSpec("--no-dev-endpoints", "turn /_dev/ off")
+    static let passwordIterations = OptionSpec(
+        "--password-iterations", value: "N",
+        "PBKDF2-HMAC-SHA256 iterations for new passwords (1000 or more; OWASP 2023: 600000)", default: "600000")
+    static let client = OptionSpec(
+        "--client", value: "ID:URI[,URI...]", "register an OIDC client and its redirect URIs", repeatable: true)
+    static let idTokenTTL = OptionSpec("--id-token-ttl", value: "S", "ID-token lifetime in seconds", default: "3600")
+    static let refreshReuseGrace = OptionSpec(
+        "--refresh-reuse-grace", value: "S", "seconds a rotated refresh token may come back without revoking its grant",
+        default: "0")
+    static let rotateKeysEvery = OptionSpec(
+        "--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old")
+    static let dpopNonce = OptionSpec(
+        "--dpop-nonce",
+        "demand DPoP nonces (use_dpop_nonce until a proof carries the current one); DPoP proofs are always accepted on /token, /par, /userinfo and /me"
+    )
+    static let rpTest = OptionSpec(
+        "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)")
+    static let appleBundleID = OptionSpec(
+        "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo")
+    static let appleJWKS = OptionSpec(
+        "--apple-jwks", value: "FILE|URL", "verify Apple identity tokens with these keys instead of the stand-in issuer"
+    )
+
     static let options: [OptionSpec] = [
-        OptionSpec(
-            "--host", value: "HOST", "the address to listen on (localhost binds 127.0.0.1 and ::1)",
-            default: "127.0.0.1"),
-        OptionSpec("--port", value: "PORT", "the port (0 picks a free one)", default: "8080"),
-        OptionSpec(
-            "--db", value: "PATH", "SQLite file (created if missing; users, sessions and keys survive restarts)",
-            default: ":memory:"),
-        OptionSpec(
-            "--issuer", value: "URL", "the issuer URL, when a proxy serves the server elsewhere",
-            default: "http://HOST:PORT"),
-        OptionSpec(
-            "--access-token-ttl", value: "S", "access-token lifetime in seconds (1 is fine for tests)", default: "900"),
-        OptionSpec("--refresh-token-ttl", value: "S", "refresh-token lifetime in seconds", default: "2592000"),
-        OptionSpec(
-            "--signing-alg", value: "ALG", "the signing algorithm of access and ID tokens", default: "ES256",
-            choices: ["RS256", "ES256", "EdDSA"]),
-        OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true),
-        OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)"),
-        OptionSpec("--fault-seed", value: "N", "seed the dice of probabilistic faults, for reproducible runs"),
-        OptionSpec("--no-dev-endpoints", "turn /_dev/ off"),
-        OptionSpec(
-            "--password-iterations", value: "N",
-            "PBKDF2-HMAC-SHA256 iterations for new passwords (1000 or more; OWASP 2023: 600000)", default: "600000"
-        ),
-        OptionSpec(
-            "--client", value: "ID:URI[,URI...]", "register an OIDC client and its redirect URIs", repeatable: true),
-        OptionSpec("--id-token-ttl", value: "S", "ID-token lifetime in seconds", default: "3600"),
-        OptionSpec(
-            "--refresh-reuse-grace", value: "S",
-            "seconds a rotated refresh token may come back without revoking its grant", default: "0"),
-        OptionSpec("--rotate-keys-every", value: "S", "rotate the signing key when it is S seconds old"),
-        OptionSpec(
-            "--dpop-nonce",
-            "demand DPoP nonces (use_dpop_nonce until a proof carries the current one); DPoP proofs are always accepted on /token, /par, /userinfo and /me"
-        ),
-        OptionSpec(
-            "--rp-test", value: "NAME",
-            "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)"),
-        OptionSpec(
-            "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo"),
-        OptionSpec(
-            "--apple-jwks", value: "FILE|URL",
-            "verify Apple identity tokens with these keys instead of the stand-in issuer"),
+        host, port, database, issuer, accessTokenTTL, refreshTokenTTL, signingAlgorithm, user, faults, faultSeed,
+        noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery, dpopNonce, rpTest,
+        appleBundleID, appleJWKS,
     ]
 
-    static func run(_ arguments: ParsedArguments) async throws {
+    static let spec = CommandSpec(
+        words: ["serve"], summary: "the local development identity server", arguments: nil,
+        discussion: discussion, options: options,
+        examples: [
+            "sesame serve --port 8080 --db dev.sqlite --user alice@example.com:correct-horse",
+            "sesame serve --port 0 --access-token-ttl 2 --faults '/refresh-token:status=503@0.3'",
+        ],
+        exitCodes: [], command: Self.self)
+
+    /// Everything but the Apple keys, which may come from a URL (loaded in ``run()``).
+    let configuration: DevServer.Configuration
+    let appleKeySource: String?
+
+    init(_ arguments: ParsedArguments) throws {
         try arguments.noPositionals()
-        let configuration = try await configuration(from: arguments)
+        configuration = try Self.configuration(from: arguments)
+        appleKeySource = arguments.value(Self.appleJWKS)
+    }
+
+    func run() async throws {
+        var configuration = self.configuration
+        if let appleKeySource {
+            configuration.appleKeys = try await KeySource.load(appleKeySource, allowSymmetric: false)
+        }
         let server = try DevServer(configuration: configuration)
         let issuer = try server.start()
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host.lowercased())
@@ -116,69 +142,69 @@ enum ServeCommand {
         FileHandle.standardOutput.write(Data((issuer.absoluteString + "\n").utf8))
         FileHandle.standardError.write(
             Data("sesame serve: listening on \(issuer.absoluteString) (Ctrl-C stops)\n".utf8))
-        await waitForTermination()
+        await Self.waitForTermination()
         server.stop()
         FileHandle.standardError.write(Data("sesame serve: stopped\n".utf8))
     }
 
-    static func configuration(from arguments: ParsedArguments) async throws -> DevServer.Configuration {
+    static func configuration(from arguments: ParsedArguments) throws -> DevServer.Configuration {
         var configuration = DevServer.Configuration()
-        configuration.host = arguments.value("--host") ?? "127.0.0.1"
-        configuration.port = try integer(arguments, "--port", default: 8080, range: 0...65535)
-        configuration.databasePath = arguments.value("--db") ?? ":memory:"
-        if let issuer = arguments.value("--issuer") {
+        configuration.host = arguments.value(host) ?? "127.0.0.1"
+        configuration.port = try integer(arguments, port, default: 8080, range: 0...65535)
+        configuration.databasePath = arguments.value(database) ?? ":memory:"
+        if let issuer = arguments.value(issuer) {
             guard let url = URL(string: issuer), url.scheme == "http" || url.scheme == "https" else {
                 throw CLIError.usage("--issuer takes an http(s) URL", command: arguments.command)
             }
             configuration.issuer = url
         }
         configuration.accessTokenTTL = Int64(
-            try integer(arguments, "--access-token-ttl", default: 900, range: 1...86400 * 365))
+            try integer(arguments, accessTokenTTL, default: 900, range: 1...86400 * 365))
         configuration.refreshTokenTTL = Int64(
-            try integer(arguments, "--refresh-token-ttl", default: 30 * 86400, range: 1...86400 * 3650))
+            try integer(arguments, refreshTokenTTL, default: 30 * 86400, range: 1...86400 * 3650))
         configuration.passwordIterations = try integer(
-            arguments, "--password-iterations", default: 600_000, range: 1000...10_000_000)
-        if let name = arguments.value("--signing-alg") {
+            arguments, passwordIterations, default: 600_000, range: 1000...10_000_000)
+        if let name = arguments.value(signingAlgorithm) {
             guard let algorithm = JWSAlgorithm(name: name), [.rs256, .es256, .eddsa].contains(algorithm) else {
                 throw CLIError.usage("--signing-alg takes RS256, ES256 or EdDSA", command: arguments.command)
             }
             configuration.signingAlgorithm = algorithm
         }
-        configuration.users = try arguments.values("--user").map { pair in
+        configuration.users = try arguments.values(user).map { pair in
             guard let colon = pair.firstIndex(of: ":") else {
                 throw CLIError.usage("--user takes EMAIL:PASSWORD", command: arguments.command)
             }
             return (email: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...]))
         }
-        if let spec = arguments.value("--faults") {
+        if let spec = arguments.value(faults) {
             do {
                 configuration.faults = try FaultPlan(spec: spec)
             } catch {
                 throw CLIError.usage("--faults: \(error)", command: arguments.command)
             }
         }
-        if let seed = arguments.value("--fault-seed") {
+        if let seed = arguments.value(faultSeed) {
             guard let value = UInt64(seed) else {
                 throw CLIError.usage("--fault-seed takes a whole number", command: arguments.command)
             }
             configuration.faultSeed = value
         }
-        configuration.devEndpoints = !arguments.flag("--no-dev-endpoints")
+        configuration.devEndpoints = !arguments.flag(noDevEndpoints)
         do {
-            configuration.clients = try arguments.values("--client").map(RegisteredClient.init(specification:))
+            configuration.clients = try arguments.values(client).map(RegisteredClient.init(specification:))
         } catch {
             throw CLIError.usage("\(error)", command: arguments.command)
         }
         configuration.idTokenTTL = Int64(
-            try integer(arguments, "--id-token-ttl", default: 3600, range: 1...86400 * 365))
+            try integer(arguments, idTokenTTL, default: 3600, range: 1...86400 * 365))
         configuration.refreshReuseGrace = Int64(
-            try integer(arguments, "--refresh-reuse-grace", default: 0, range: 0...3600))
-        configuration.dpopNonce = arguments.flag("--dpop-nonce")
-        if arguments.value("--rotate-keys-every") != nil {
+            try integer(arguments, refreshReuseGrace, default: 0, range: 0...3600))
+        configuration.dpopNonce = arguments.flag(dpopNonce)
+        if arguments.value(rotateKeysEvery) != nil {
             configuration.keyRotationInterval = Int64(
-                try integer(arguments, "--rotate-keys-every", default: 0, range: 1...86400 * 365))
+                try integer(arguments, rotateKeysEvery, default: 0, range: 1...86400 * 365))
         }
-        if let name = arguments.value("--rp-test") {
+        if let name = arguments.value(rpTest) {
             guard let mode = RPTestMode(rawValue: name) else {
                 throw CLIError.usage(
                     "--rp-test: unknown test \(name); one of: "
@@ -186,23 +212,20 @@ enum ServeCommand {
             }
             configuration.rpTest = mode
         }
-        if let bundle = arguments.value("--apple-bundle-id") { configuration.appleBundleID = bundle }
-        if let source = arguments.value("--apple-jwks") {
-            configuration.appleKeys = try await KeySource.load(source, allowSymmetric: false)
-        }
+        if let bundle = arguments.value(appleBundleID) { configuration.appleBundleID = bundle }
         configuration.log = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
         return configuration
     }
 
     private static func integer(
-        _ arguments: ParsedArguments, _ name: String, default value: Int, range: ClosedRange<Int>
+        _ arguments: ParsedArguments, _ option: OptionSpec, default value: Int, range: ClosedRange<Int>
     )
         throws -> Int
     {
-        guard let text = arguments.value(name) else { return value }
+        guard let text = arguments.value(option) else { return value }
         guard let number = Int(text), range.contains(number) else {
             throw CLIError.usage(
-                "\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)",
+                "\(option.name) takes a whole number from \(range.lowerBound) to \(range.upperBound)",
                 command: arguments.command)
         }
         return number

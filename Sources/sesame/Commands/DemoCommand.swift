@@ -2,9 +2,19 @@ import Foundation
 import SesameJOSE
 
 /// `sesame demo`: a narrated run that shows what Sesame checks, and fails (exit 1) if any check misbehaves.
-enum DemoCommand {
-    static func run(_ arguments: ParsedArguments) async throws {
-        try arguments.noPositionals()
+struct DemoCommand: SesameCommand {
+    static let spec = CommandSpec(
+        words: ["demo"], summary: "a narrated run of what Sesame does, on an embedded dev server (loopback only)",
+        arguments: nil,
+        discussion: """
+            Signs and verifies tokens, shows forged ones rejected, then runs the REST contract against a dev server
+            embedded on an ephemeral loopback port. Exits 1 if any check misbehaves.
+            """,
+        options: [], examples: ["sesame demo"], exitCodes: [], command: Self.self)
+
+    init(_ arguments: ParsedArguments) throws { try arguments.noPositionals() }
+
+    func run() async throws {
         var failures = 0
         func step(_ text: String) { print("\n▸ \(text)") }
         func expectRejection(_ label: String, _ expected: JOSEError.Code, _ body: () throws -> Void) {

@@ -9,15 +9,85 @@ import SesameLoopback
     import Darwin
 #endif
 
-/// `sesame login --issuer URL --client-id ID`: OpenID Connect sign-in with PKCE through the system browser and a
-/// loopback redirect (RFC 8252), or the device flow (RFC 8628).
-enum OIDCLogin {
+/// `sesame login --issuer URL --client-id ID`: OpenID Connect sign-in through the SDK's facade — `OIDCAuth` with a
+/// `LoopbackUserAgent` (authorization code with PKCE in the system browser, RFC 8252) or the device flow (RFC 8628),
+/// DPoP keys in a `FileDPoPKeyStore` — every option checked before any network call.
+struct OIDCLoginFlow: Sendable {
     static let defaultScope = "openid profile email offline_access"
+
+    static let issuer = OptionSpec("--issuer", value: "URL", "the OpenID Connect issuer (https, or http on loopback)")
+    static let clientID = OptionSpec(
+        "--client-id", value: "ID", "the registered public client (the dev server's: sesame-cli)")
+    static let scope = OptionSpec("--scope", value: "SCOPES", "space-separated scopes", default: defaultScope)
+    static let redirectURI = OptionSpec(
+        "--redirect-uri", value: "URI", "the loopback redirect (port 0: a free one)",
+        default: "http://127.0.0.1:0/callback")
+    static let resource = OptionSpec(
+        "--resource", value: "URL", "an API origin that may receive the tokens", repeatable: true)
+    static let noBrowser = OptionSpec("--no-browser", "print the URL, do not open a browser")
+    static let device = OptionSpec("--device", "the device flow: a code to enter on another device")
+    static let dpop = OptionSpec(
+        "--dpop",
+        "bind the tokens to this profile's key (DPoP, RFC 9449): made on first use, kept 0600 beside the credentials and reused by later sign-ins"
+    )
+    static let dpopAlgorithm = OptionSpec(
+        "--dpop-alg", value: "ALG",
+        "a new key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists); another algorithm than the profile's key has replaces that key"
+    )
+    static let options = [issuer, clientID, scope, redirectURI, resource, noBrowser, device, dpop, dpopAlgorithm]
 
     /// The DPoP key algorithms `login --dpop-alg` offers, in the order chosen when the provider lists several.
     static let dpopChoices: [JWSAlgorithm] = [.es256, .eddsa, .rs256]
 
-    /// `--dpop-alg`'s value, checked before any network call (case-insensitive).
+    let selection: SessionSelection
+    let issuerURL: URL
+    let client: String
+    let scopes: [String]
+    /// The API origins that may receive the tokens.
+    let resources: [String]
+    /// The loopback redirect's host, port and path; nil for the device flow.
+    let redirect: (host: String, port: Int, path: String)?
+    let opensBrowser: Bool
+    /// Whether the tokens are DPoP-bound, and the algorithm asked for.
+    let usesDPoP: Bool
+    let requestedAlgorithm: JWSAlgorithm?
+
+    /// Reads and checks every option (exit 2 before any network call).
+    ///
+    /// - Throws: ``CLIError`` (usage).
+    init(_ arguments: ParsedArguments, selection: SessionSelection) throws {
+        self.selection = selection
+        guard let issuerText = arguments.value(Self.issuer), let issuer = URL(string: issuerText),
+            ["http", "https"].contains(issuer.scheme?.lowercased() ?? ""), issuer.host?.isEmpty == false
+        else { throw arguments.usage("--issuer takes the provider's issuer URL, e.g. https://id.example.com") }
+        guard let clientID = arguments.value(Self.clientID), !clientID.isEmpty else {
+            throw arguments.usage("--issuer needs --client-id ID (the dev server's public client is sesame-cli)")
+        }
+        if arguments.value(SignInOptions.email) != nil || arguments.value(SignInOptions.rest) != nil {
+            throw arguments.usage("--issuer signs in through the provider's page: drop --email and --rest")
+        }
+        let device = arguments.flag(Self.device)
+        if device, arguments.value(Self.redirectURI) != nil || arguments.flag(Self.noBrowser) {
+            throw arguments.usage("--device needs no browser and no redirect URI: drop --redirect-uri/--no-browser")
+        }
+        var resources: [String] = []
+        for text in arguments.values(Self.resource) {
+            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
+                throw arguments.usage("--resource takes an http(s) URL (got '\(printable(text))')")
+            }
+            resources.append(origin.description)
+        }
+        issuerURL = issuer
+        client = clientID
+        scopes = (arguments.value(Self.scope) ?? Self.defaultScope).split(separator: " ").map(String.init)
+        self.resources = resources
+        redirect = device ? nil : try Self.redirectParts(arguments.value(Self.redirectURI), command: arguments.command)
+        opensBrowser = !arguments.flag(Self.noBrowser)
+        requestedAlgorithm = try Self.dpopAlgorithm(arguments.value(Self.dpopAlgorithm), command: arguments.command)
+        usesDPoP = arguments.flag(Self.dpop) || requestedAlgorithm != nil
+    }
+
+    /// `--dpop-alg`'s value (case-insensitive).
     static func dpopAlgorithm(_ text: String?, command: CommandSpec) throws -> JWSAlgorithm? {
         guard let text else { return nil }
         guard let algorithm = dpopChoices.first(where: { $0.name.lowercased() == text.lowercased() }) else {
@@ -57,44 +127,11 @@ enum OIDCLogin {
         }
     }
 
-    static func run(_ arguments: ParsedArguments) async throws {
-        let command = arguments.command
-        let profile = try Profile(arguments)
-        try arguments.noPositionals()
-        guard let issuerText = arguments.value("--issuer"), let issuer = URL(string: issuerText),
-            ["http", "https"].contains(issuer.scheme?.lowercased() ?? ""), issuer.host?.isEmpty == false
-        else {
-            throw CLIError.usage(
-                "--issuer takes the provider's issuer URL, e.g. https://id.example.com", command: command)
-        }
-        guard let clientID = arguments.value("--client-id"), !clientID.isEmpty else {
-            throw CLIError.usage(
-                "--issuer needs --client-id ID (the dev server's public client is sesame-cli)", command: command)
-        }
-        if arguments.value("--email") != nil || arguments.value("--rest") != nil {
-            throw CLIError.usage(
-                "--issuer signs in through the provider's page: drop --email and --rest", command: command)
-        }
-        let device = arguments.flag("--device")
-        if device, arguments.value("--redirect-uri") != nil || arguments.flag("--no-browser") {
-            throw CLIError.usage(
-                "--device needs no browser and no redirect URI: drop --redirect-uri/--no-browser", command: command)
-        }
-        let scopes = (arguments.value("--scope") ?? defaultScope).split(separator: " ").map(String.init)
-        var resources: [String] = []
-        for text in arguments.values("--resource") {
-            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
-                throw CLIError.usage("--resource takes an http(s) URL (got '\(printable(text))')", command: command)
-            }
-            resources.append(origin.description)
-        }
-        let kind = Profile.storeKind(for: arguments)
-        let store = try await profile.storeForSignIn(kind, command: command)
-        // Checked before any network call: a usage error is exit 2 whatever the provider would say.
-        let redirect = device ? nil : try redirectParts(arguments.value("--redirect-uri"), command: command)
-        let requestedAlgorithm = try dpopAlgorithm(arguments.value("--dpop-alg"), command: command)
-        let dpop = arguments.flag("--dpop") || requestedAlgorithm != nil
-        let keys = dpop ? try dpopKeys(profile) : nil
+    func run() async throws {
+        let profile = selection.profile
+        let kind = try selection.storeForNewSession()
+        let store = try await profile.storeForSignIn(kind)
+        let keys = usesDPoP ? try Self.dpopKeys(profile) : nil
         // The profile's key is kept across sign-ins; asking for another algorithm than its own makes a new one.
         if let keys, let requestedAlgorithm, let existing = try? await keys.key(profile: profile.name),
             existing.algorithm != requestedAlgorithm
@@ -102,17 +139,19 @@ enum OIDCLogin {
             try await keys.deleteKey(profile: profile.name)
         }
         // The loopback listener binds first: the redirect URI carries the port it got (RFC 8252 §7.3).
+        let opensBrowser = self.opensBrowser
         let agent = try redirect.map { parts in
             try LoopbackUserAgent(
                 host: parts.host, port: parts.port, path: parts.path,
-                open: .custom { url in Self.show(url, openBrowser: !arguments.flag("--no-browser")) })
+                open: .custom { url in Self.show(url, openBrowser: opensBrowser) })
         }
         let redirectURI = agent?.redirectURI ?? "http://127.0.0.1/callback"
         let auth: OIDCAuth
         do {
             auth = try await OIDCAuth.configure(
-                issuer: issuer, clientID: clientID, redirectURI: redirectURI, scopes: scopes, store: store,
-                profile: profile.name, dpopKeys: keys, dpopAlgorithms: requestedAlgorithm.map { [$0] } ?? dpopChoices)
+                issuer: issuerURL, clientID: client, redirectURI: redirectURI, scopes: scopes, store: store,
+                profile: profile.name, dpopKeys: keys,
+                dpopAlgorithms: requestedAlgorithm.map { [$0] } ?? Self.dpopChoices)
         } catch let error as AuthError where error.code == .configuration && error.message.contains("DPoP algorithm") {
             throw CLIError(status: .failure, code: "dpop_unsupported", message: error.message)
         }
@@ -129,19 +168,20 @@ enum OIDCLogin {
                 if progress == nil { Self.show(authorization) }
             }
         }
-        if !dpop { try? await dpopKeys(profile).deleteKey(profile: profile.name) }
+        if !usesDPoP { try? await Self.dpopKeys(profile).deleteKey(profile: profile.name) }
         let settings = Profile.OIDCSettings(
-            clientID: clientID, redirectURI: redirectURI, scopes: scopes, metadata: auth.provider.metadata, dpop: dpop)
+            clientID: client, redirectURI: redirectURI, scopes: scopes, metadata: auth.provider.metadata,
+            dpop: usesDPoP)
         try profile.save(
             Profile.Settings(
-                kind: "oidc", baseURL: issuer.absoluteString, store: kind, origins: resources,
+                kind: .oidc, baseURL: issuerURL.absoluteString, store: kind, origins: resources,
                 email: tokens.user?.email, oidc: settings))
-        await profile.forgetCredentials(in: previous, nowIn: kind, command: command)
+        await profile.forgetCredentials(in: previous, nowIn: kind)
         let who = tokens.user?.email ?? tokens.user?.id ?? "unknown"
         FileHandle.standardError.write(
             Data(
-                "signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), \(kind) store)\n"
-                    .utf8))
+                ("signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), "
+                    + "\(kind.rawValue) store)\n").utf8))
     }
 
     /// The authorization URL on its own line, so a script (or a person) can take it (DESIGN §4), then the browser.

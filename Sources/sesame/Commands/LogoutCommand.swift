@@ -1,0 +1,83 @@
+import Foundation
+import Sesame
+import SesameJOSE
+
+/// `sesame logout [--no-revoke] [--end-session]`.
+struct LogoutCommand: SesameCommand {
+    static let noRevoke = OptionSpec("--no-revoke", "only delete the local credentials")
+    static let endSession = OptionSpec(
+        "--end-session", "OpenID Connect: also print (and open) the provider's logout URL")
+    static let spec = CommandSpec(
+        words: ["logout"], summary: "end the session on the server and delete local credentials", arguments: nil,
+        discussion: """
+            Tells the server (even when the access token has expired: the refresh token is revoked), then deletes
+            the local credentials and the profile whatever the server said; a warning says when the server did not
+            confirm. Signing out when nobody is signed in succeeds (exit 0). A profile whose files are corrupt is
+            cleared too.
+            """,
+        options: [noRevoke, endSession] + GlobalOptions.session,
+        examples: ["sesame logout", "sesame logout --profile work --no-revoke"],
+        exitCodes: [], command: Self.self)
+
+    let selection: SessionSelection
+    let revokes: Bool
+    let endsProviderSession: Bool
+
+    init(_ arguments: ParsedArguments) throws {
+        selection = try SessionSelection(arguments)
+        try arguments.noPositionals()
+        revokes = !arguments.flag(Self.noRevoke)
+        endsProviderSession = arguments.flag(Self.endSession)
+    }
+
+    func run() async throws {
+        let profile = selection.profile
+        let settings: Profile.Settings?
+        do {
+            settings = try profile.settings()
+        } catch let error as CLIError {
+            // A corrupt profile is always cleared: it was moved aside; remove any credentials it may have left.
+            FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
+            for kind in StoreKind.allCases {
+                if let store = try? profile.store(kind, forNewSession: false) {
+                    try? await store.delete(profile: profile.name)
+                }
+            }
+            FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
+            return
+        }
+        guard settings != nil else {
+            FileHandle.standardError.write(Data("not signed in (profile \(profile.name)); nothing to do\n".utf8))
+            return
+        }
+        let context = try await SessionContext(selection)
+        if endsProviderSession {
+            guard let auth = context.oidc else {
+                throw CLIError.usage("--end-session is for OpenID Connect profiles", command: selection.command)
+            }
+            // Without id_token_hint: it would print the ID token (the user's email with it) where any log keeps
+            // it; the provider asks the user to confirm instead (RP-Initiated Logout §2).
+            if let url = auth.provider.endSessionURL(for: TokenSet(accessToken: "-")) {
+                print(url.absoluteString)
+                LoopbackUserAgent.openInSystemBrowser(url)
+            } else {
+                FileHandle.standardError.write(Data("warning: the provider has no end-session endpoint\n".utf8))
+            }
+        }
+        let result = await context.session.signOut(revoke: revokes)
+        if case .failed(let error) = result.revocation {
+            FileHandle.standardError.write(
+                Data(
+                    ("warning: the server did not confirm the sign-out (\(CLI.describe(error))); "
+                        + "the session may still be valid there until it expires\n").utf8))
+        }
+        guard result.credentialsRemoved else {
+            throw CLIError(
+                status: .transient, code: "store_unavailable",
+                message: "the local credentials of profile \(profile.name) could not be deleted; run logout again")
+        }
+        profile.deleteSettings()
+        try? await OIDCLoginFlow.dpopKeys(profile).deleteKey(profile: profile.name)
+        FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
+    }
+}

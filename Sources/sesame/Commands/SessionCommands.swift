@@ -1,0 +1,154 @@
+import Foundation
+import Sesame
+import SesameJOSE
+
+/// `sesame token`: a valid access token on stdout.
+struct TokenCommand: SesameCommand {
+    static let forceRefresh = OptionSpec("--force-refresh", "refresh now, whatever the expiry")
+    static let spec = CommandSpec(
+        words: ["token"], summary: "a valid access token on stdout, refreshed if needed", arguments: nil,
+        discussion: """
+            Prints the profile's access token, refreshing it first when it expires within a minute (or half its
+            lifetime). Several processes at once refresh once between them. A DPoP profile's token (login --dpop)
+            works only with a proof of the profile's key: use 'sesame request', which sends both, not curl.
+            """,
+        options: [forceRefresh, GlobalOptions.json] + GlobalOptions.session,
+        examples: [
+            "curl -H \"Authorization: Bearer $(sesame token)\" http://127.0.0.1:8080/me", "sesame token --json",
+        ],
+        exitCodes: [], command: Self.self)
+
+    let selection: SessionSelection
+    let refreshesNow: Bool
+    let json: Bool
+
+    init(_ arguments: ParsedArguments) throws {
+        selection = try SessionSelection(arguments)
+        try arguments.noPositionals()
+        refreshesNow = arguments.flag(Self.forceRefresh)
+        json = arguments.flag(GlobalOptions.json)
+    }
+
+    func run() async throws {
+        let context = try await SessionContext(selection).withUsableKey()
+        let tokens = refreshesNow ? try await context.session.forceRefresh() : try await context.session.validTokens()
+        if json {
+            var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
+            if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { json["expiresAt"] = .integer(expiresAt) }
+            print(JOSEValue.object(json).jsonString)
+        } else {
+            print(tokens.accessToken)
+        }
+    }
+}
+
+/// `sesame userinfo`: the provider's UserInfo through the SDK.
+struct UserInfoCommand: SesameCommand {
+    static let spec = CommandSpec(
+        words: ["userinfo"], summary: "the provider's UserInfo claims for the signed-in user", arguments: nil,
+        discussion: """
+            OpenID Connect profiles: asks the provider's UserInfo endpoint with the profile's credentials (a DPoP
+            proof for a DPoP profile), refreshing once if the access token is rejected. The answer's sub must be
+            the ID token's (OIDC Core 5.3.2): another subject is refused with userinfo_rejected.
+            """,
+        options: [GlobalOptions.json] + GlobalOptions.session,
+        examples: ["sesame userinfo", "sesame userinfo --json --profile work"],
+        exitCodes: [(1, "the provider refused, or described another subject (userinfo_rejected)")],
+        command: Self.self)
+
+    let selection: SessionSelection
+    let json: Bool
+
+    init(_ arguments: ParsedArguments) throws {
+        selection = try SessionSelection(arguments)
+        try arguments.noPositionals()
+        json = arguments.flag(GlobalOptions.json)
+    }
+
+    func run() async throws {
+        let context = try await SessionContext(selection).withUsableKey()
+        guard let auth = context.oidc else {
+            throw CLIError.usage(
+                "profile \(context.profile.name) signs in with a REST backend, which has no UserInfo; "
+                    + "try 'sesame request /me'",
+                command: selection.command)
+        }
+        // Through the SDK: the session's scheme (DPoP when bound), one refresh on a rejection, `sub` checked.
+        let claims = try await auth.userInfo()
+        if json {
+            print(JOSEValue.object(claims).jsonString)
+            return
+        }
+        let width = min(32, (claims.map { $0.name.count }.max() ?? 0) + 2)
+        for member in claims.sorted(by: { $0.name < $1.name }) {
+            let value = member.value.stringValue ?? member.value.jsonString
+            let label = PrintableText.sanitized(member.name + ":", limit: 64)
+            print(
+                label.padding(toLength: width, withPad: " ", startingAt: 0) + PrintableText.sanitized(value, limit: 400)
+            )
+        }
+    }
+}
+
+/// `sesame status`: who, which provider, which store — never a token.
+struct StatusCommand: SesameCommand {
+    static let spec = CommandSpec(
+        words: ["status"], summary: "who, which provider, store, expiry, scopes — never a token", arguments: nil,
+        discussion: "Reads the profile without refreshing anything.",
+        options: [GlobalOptions.json] + GlobalOptions.session,
+        examples: ["sesame status", "sesame status --json --profile work"],
+        exitCodes: [], command: Self.self)
+
+    let selection: SessionSelection
+    let json: Bool
+
+    init(_ arguments: ParsedArguments) throws {
+        selection = try SessionSelection(arguments)
+        try arguments.noPositionals()
+        json = arguments.flag(GlobalOptions.json)
+    }
+
+    func run() async throws {
+        let context = try await SessionContext(selection).withUsableKey()
+        guard let tokens = try await context.session.currentTokens else {
+            throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")
+        }
+        let expired = tokens.expiresAt.map { $0 <= Date() } ?? false
+        let settings = context.settings
+        if json {
+            var status: JOSEObject = [
+                "profile": .string(context.profile.name), "provider": .string(settings.baseURL),
+                "kind": .string(settings.kind.rawValue), "store": .string(settings.store.rawValue),
+                "tokenType": .string(tokens.tokenType), "hasRefreshToken": .bool(tokens.refreshToken != nil),
+                "expired": .bool(expired), "dpop": .bool(context.oidc?.provider.dpopSigner != nil),
+            ]
+            if let user = tokens.user {
+                status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
+            }
+            if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { status["expiresAt"] = .integer(expiresAt) }
+            if let scope = tokens.scope { status["scope"] = .string(scope) }
+            if let thumbprint = tokens.dpopKeyThumbprint { status["dpopKeyThumbprint"] = .string(thumbprint) }
+            print(JOSEValue.object(status).jsonString)
+            return
+        }
+        // What a server or a file said is printed without control characters.
+        let safe = { (text: String) in PrintableText.sanitized(text, limit: 200) }
+        print("profile:  \(context.profile.name)")
+        print("provider: \(safe(settings.baseURL)) (\(settings.kind.rawValue))")
+        print("store:    \(settings.store.rawValue)")
+        if let key = context.oidc?.provider.dpopSigner {
+            print("dpop:     yes (\(key.algorithm.name) key \(key.thumbprint))")
+        }
+        print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
+        var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
+        if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
+        print("expires:  \(expiry)")
+        if let scope = tokens.scope { print("scope:    \(safe(scope))") }
+    }
+}
+
+/// Integer Unix seconds, or nil for a date no integer holds.
+func unixSeconds(_ date: Date) -> Int64? {
+    let seconds = date.timeIntervalSince1970.rounded(.down)
+    return seconds.isFinite && abs(seconds) < 1e15 ? Int64(seconds) : nil
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Sesame
+
+/// A signed-in profile, its store and a session over it: for an OpenID Connect profile the SDK's facade, restored
+/// without the network from what `login` kept.
+struct SessionContext {
+    let profile: Profile
+    let settings: Profile.Settings
+    let store: any TokenStore
+    let session: AuthSession
+    /// The facade, for an OpenID Connect profile: without a key when its DPoP key file could not be read
+    /// (``dpopProblem``; then only logout uses it).
+    let oidc: OIDCAuth?
+    let base: URL
+    /// Why the DPoP key could not be read (a command that uses the tokens throws it; logout does not need it).
+    var dpopProblem: CLIError?
+
+    /// Loads the profile (exit 3 when it does not exist) and opens the store it remembers.
+    ///
+    /// - Throws: ``CLIError``: usage for a `--store` other than the profile's; `profile_corrupt`;
+    ///   `dpop_key_unreadable` only through ``withUsableKey()``.
+    init(_ selection: SessionSelection) async throws {
+        profile = selection.profile
+        settings = try profile.requireSettings()
+        if let explicit = selection.explicitStore, explicit != settings.store {
+            throw CLIError.usage(
+                "profile \(profile.name) keeps its credentials in the \(settings.store.rawValue) store; "
+                    + "drop --store \(explicit.rawValue), or log in again with it",
+                command: selection.command)
+        }
+        store = try profile.store(settings.store, forNewSession: false)
+        guard let base = URL(string: settings.baseURL), let host = base.host, !host.isEmpty,
+            ["http", "https"].contains(base.scheme?.lowercased() ?? ""), (base.port ?? 443) <= 65535
+        else {
+            throw CLIError(
+                status: .failure, code: "profile_corrupt",
+                message: "the profile file \(profile.settingsURL.path) has a bad server URL; log in again")
+        }
+        self.base = base
+        switch settings.kind {
+        case .rest:
+            oidc = nil
+            session = AuthSession(provider: RESTAuthProvider(baseURL: base), store: store, profile: profile.name)
+        case .oidc:
+            guard let settings = settings.oidc else {
+                throw CLIError(
+                    status: .failure, code: "profile_corrupt",
+                    message: "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again"
+                )
+            }
+            do {
+                let auth = try await OIDCLoginFlow.restore(settings, profile: profile, store: store)
+                oidc = auth
+                session = auth.session
+            } catch let error as CLIError where error.code == "dpop_key_unreadable" {
+                // The tokens are unusable until the key file is fixed, but revocation needs no proof: logout still
+                // works, through a session without a key (it never sends the bound tokens anywhere else).
+                dpopProblem = error
+                let keyless = try await OIDCAuth.restore(
+                    metadata: settings.metadata, clientID: settings.clientID, redirectURI: settings.redirectURI,
+                    scopes: settings.scopes, store: store, profile: profile.name)
+                oidc = keyless
+                session = keyless.session
+            }
+        }
+    }
+
+    /// This context, or the DPoP key's problem (every command that uses the tokens needs the key).
+    ///
+    /// - Throws: the key's ``CLIError``.
+    func withUsableKey() throws -> SessionContext {
+        if let dpopProblem { throw dpopProblem }
+        return self
+    }
+
+    /// The profile's server and resources; the session's provider supplies the scheme (DPoP when bound).
+    var client: AuthorizedClient {
+        AuthorizedClient(
+            session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)))
+    }
+}
