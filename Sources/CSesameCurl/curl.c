@@ -67,28 +67,29 @@ static void load(void) {
         load_error = "libcurl.so.4 is not installed (Debian: apt-get install libcurl4)";
         return;
     }
-    global_init = (GlobalInitFunction)dlsym(library, "curl_global_init");
-    easy_init = (EasyInitFunction)dlsym(library, "curl_easy_init");
-    easy_cleanup = (EasyCleanupFunction)dlsym(library, "curl_easy_cleanup");
-    easy_strerror = (EasyStrerrorFunction)dlsym(library, "curl_easy_strerror");
-    easy_setopt = (EasySetoptFunction)dlsym(library, "curl_easy_setopt");
-    easy_getinfo = (EasyGetinfoFunction)dlsym(library, "curl_easy_getinfo");
-    slist_append = (SlistAppendFunction)dlsym(library, "curl_slist_append");
-    slist_free_all = (SlistFreeAllFunction)dlsym(library, "curl_slist_free_all");
-    multi_init = (MultiInitFunction)dlsym(library, "curl_multi_init");
-    multi_setopt = (MultiSetoptFunction)dlsym(library, "curl_multi_setopt");
-    multi_add_handle = (MultiHandleFunction)dlsym(library, "curl_multi_add_handle");
-    multi_remove_handle = (MultiHandleFunction)dlsym(library, "curl_multi_remove_handle");
-    multi_perform = (MultiPerformFunction)dlsym(library, "curl_multi_perform");
-    multi_poll = (MultiPollFunction)dlsym(library, "curl_multi_poll");        // 7.66+
-    multi_wakeup = (MultiWakeupFunction)dlsym(library, "curl_multi_wakeup");  // 7.68+
-    multi_info_read = (MultiInfoReadFunction)dlsym(library, "curl_multi_info_read");
-    if (global_init == NULL || easy_init == NULL || easy_cleanup == NULL || easy_strerror == NULL
-        || easy_setopt == NULL || easy_getinfo == NULL || slist_append == NULL || slist_free_all == NULL
-        || multi_init == NULL || multi_setopt == NULL || multi_add_handle == NULL || multi_remove_handle == NULL
-        || multi_perform == NULL || multi_poll == NULL || multi_wakeup == NULL || multi_info_read == NULL) {
-        load_error = "the installed libcurl is older than 7.68 (curl_multi_poll or curl_multi_wakeup is missing)";
-        return;
+    // POSIX allows storing dlsym's answer into a function pointer through a void * view of it.
+    const struct {
+        const char *name;
+        void **slot;
+    } symbols[] = {
+        {"curl_global_init", (void **)&global_init},         {"curl_easy_init", (void **)&easy_init},
+        {"curl_easy_cleanup", (void **)&easy_cleanup},       {"curl_easy_strerror", (void **)&easy_strerror},
+        {"curl_easy_setopt", (void **)&easy_setopt},         {"curl_easy_getinfo", (void **)&easy_getinfo},
+        {"curl_slist_append", (void **)&slist_append},       {"curl_slist_free_all", (void **)&slist_free_all},
+        {"curl_multi_init", (void **)&multi_init},           {"curl_multi_setopt", (void **)&multi_setopt},
+        {"curl_multi_add_handle", (void **)&multi_add_handle},
+        {"curl_multi_remove_handle", (void **)&multi_remove_handle},
+        {"curl_multi_perform", (void **)&multi_perform},
+        {"curl_multi_poll", (void **)&multi_poll},      // 7.66+
+        {"curl_multi_wakeup", (void **)&multi_wakeup},  // 7.68+
+        {"curl_multi_info_read", (void **)&multi_info_read},
+    };
+    for (size_t index = 0; index < sizeof symbols / sizeof symbols[0]; index++) {
+        *symbols[index].slot = dlsym(library, symbols[index].name);
+        if (*symbols[index].slot == NULL) {
+            load_error = "the installed libcurl is older than 7.68 (a function the transport needs is missing)";
+            return;
+        }
     }
     const long global_default = 3;  // CURL_GLOBAL_SSL | CURL_GLOBAL_WIN32
     if (global_init(global_default) != CSESAME_CURLE_OK) load_error = "libcurl could not initialise";

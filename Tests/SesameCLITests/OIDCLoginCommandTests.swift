@@ -99,18 +99,23 @@ import Testing
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
         || ProcessInfo.processInfo.environment["SESAME_REQUIRE_INTEROP"] == "1"
 
-    /// The session commands on the profile after a sign-in, then logout.
-    static func useAndSignOut(_ environment: [String: String]) throws {
-        let token = try CLIRunner.run(["token"], environment: environment)
-        #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3)
-        let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
-        #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+    /// `sesame userinfo` and `--json` show alice, with her `sub`.
+    static func expectUserInfo(_ environment: [String: String]) throws {
         let userinfo = try CLIRunner.run(["userinfo"], environment: environment)
         #expect(userinfo.status == 0 && userinfo.stdout.contains("email:"), "\(userinfo.stderr)")
         #expect(userinfo.stdout.contains("alice@example.com") && userinfo.stdout.contains("sub:"))
         let json = try CLIRunner.run(["userinfo", "--json"], environment: environment)
         let claims = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         #expect(claims?["email"] as? String == "alice@example.com" && claims?["sub"] is String)
+    }
+
+    /// The session commands on the profile after a sign-in, then logout.
+    static func useAndSignOut(_ environment: [String: String]) throws {
+        let token = try CLIRunner.run(["token"], environment: environment)
+        #expect(token.status == 0 && token.stdout.split(separator: ".").count == 3)
+        let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
+        #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
+        try Self.expectUserInfo(environment)
         let status = try CLIRunner.run(["status", "--json"], environment: environment)
         #expect(status.stdout.contains("\"kind\":\"oidc\"") && !status.stdout.contains("eyJ"))
         let refreshed = try CLIRunner.run(["token", "--force-refresh"], environment: environment)
@@ -207,12 +212,7 @@ import Testing
         try workspace.signIn(option)
         let info = try CLIRunner.run(["request", "/userinfo"], environment: environment)
         #expect(info.status == 0 && info.stdout.contains("alice@example.com"), "\(info.stderr)")
-        let userinfo = try CLIRunner.run(["userinfo"], environment: environment)
-        #expect(userinfo.status == 0 && userinfo.stdout.contains("email:"), "\(userinfo.stderr)")
-        #expect(userinfo.stdout.contains("alice@example.com") && userinfo.stdout.contains("sub:"))
-        let json = try CLIRunner.run(["userinfo", "--json"], environment: environment)
-        let claims = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-        #expect(claims?["email"] as? String == "alice@example.com" && claims?["sub"] is String)
+        try Self.expectUserInfo(environment)
         let state = try CLIRunner.run(["status", "--json"], environment: environment)
         #expect(state.stdout.contains("\"dpop\":true"))
         let keyFile = folder.appendingPathComponent("credentials/default.dpop.jwk")

@@ -134,18 +134,8 @@ final class ScratchFolder {
         let profile = try await auth.userInfo(as: Profile.self)
         #expect(profile.email == "alice@example.com" && profile.sub == tokens.user?.id)
         struct Wrong: Decodable { let age: Int }
-        do {
-            _ = try await auth.userInfo(as: Wrong.self)
-            Issue.record("claims without age decoded as Wrong")
-        } catch let error as AuthError {
-            #expect(error.code == .decoding)
-        }
-        do {
-            try await auth.signIn(with: agent)
-            Issue.record("one agent served two sign-ins")
-        } catch let error as AuthError {
-            #expect(error.code == .configuration)
-        }
+        await expectAuthError(.decoding, "claims without age") { try await auth.userInfo(as: Wrong.self) }
+        await expectAuthError(.configuration, "one agent, two sign-ins") { try await auth.signIn(with: agent) }
     }
 
     @Test("a redirect with another state ends the sign-in at once; nothing is stored")
@@ -157,12 +147,7 @@ final class ScratchFolder {
         let auth = try await OIDCAuth.configure(
             issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI, store: store,
             timeSource: oidc.clock)
-        do {
-            try await auth.signIn(with: agent)
-            Issue.record("a forged state signed in")
-        } catch let error as AuthError {
-            #expect(error.code == .invalidAuthorizationResponse)
-        }
+        await expectAuthError(.invalidAuthorizationResponse, "a forged state") { try await auth.signIn(with: agent) }
         #expect(try await store.load(profile: "default") == nil)
     }
 
@@ -175,11 +160,8 @@ final class ScratchFolder {
         await #expect(throws: AuthError.self) {
             _ = try await agent.authorize(url: url, redirectURI: "http://127.0.0.1:1/cb", state: "s")
         }
-        do {
-            _ = try await agent.authorize(url: url, redirectURI: agent.redirectURI, state: "s")
-            Issue.record("nobody came back, and it returned")
-        } catch let error as AuthError {
-            #expect(error.code == .cancelled)
+        await expectAuthError(.cancelled, "nobody came back") {
+            try await agent.authorize(url: url, redirectURI: agent.redirectURI, state: "s")
         }
     }
 
@@ -236,12 +218,7 @@ final class ScratchFolder {
         let fresh = TokenSet(
             accessToken: "a-2", tokenType: "DPoP", refreshToken: "r-2", dpopKeyThumbprint: theirs.thumbprint)
         try await store.save(fresh, profile: "default")
-        do {
-            _ = try await mine.accessToken()
-            Issue.record("tokens bound to another key were used")
-        } catch let error as AuthError {
-            #expect(error.code == .storeUnavailable && error.isTransient)
-        }
+        await expectAuthError(.storeUnavailable, "tokens bound to another key") { try await mine.accessToken() }
         #expect(transport.requests.isEmpty, "nothing revoked")
         #expect(try await store.load(profile: "default") == fresh, "nothing deleted")
         // Run again (a fresh restore reads the new key): the session is there.

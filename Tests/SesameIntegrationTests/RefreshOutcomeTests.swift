@@ -16,6 +16,15 @@ import Testing
 
     static let stored = TokenSet(accessToken: "a-0", refreshToken: "r-0")
 
+    /// A session signed in with ``stored`` over a scripted provider, and its store.
+    static func signedIn() async throws -> (ScriptedTransport, InMemoryTokenStore, AuthSession) {
+        let transport = ScriptedTransport()
+        let store = InMemoryTokenStore()
+        let session = AuthSession(provider: try provider(transport), store: store)
+        try await session.signIn(with: stored)
+        return (transport, store, session)
+    }
+
     @Test(
         "HTTP-04: a 400/401 with an OAuth error body is definitive whatever the code; use_dpop_nonce is not",
         arguments: [
@@ -52,10 +61,7 @@ import Testing
 
     @Test("HTTP-04: a dead refresh token answered invalid_request ends the session instead of leaving it stuck")
     func invalidRequestEndsTheSession() async throws {
-        let transport = ScriptedTransport()
-        let store = InMemoryTokenStore()
-        let session = AuthSession(provider: try Self.provider(transport), store: store)
-        try await session.signIn(with: Self.stored)
+        let (transport, store, session) = try await Self.signedIn()
         transport.enqueue(.json(400, #"{"error":"invalid_request","error_description":"Invalid refresh token"}"#))
         await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
         #expect(await session.status == .signedOut(reason: .sessionExpired))
@@ -64,20 +70,12 @@ import Testing
 
     @Test("HTTP-04: a captive portal's page keeps the session and its credentials")
     func captivePortalKeepsTheSession() async throws {
-        let transport = ScriptedTransport()
-        let store = InMemoryTokenStore()
-        let session = AuthSession(provider: try Self.provider(transport), store: store)
-        try await session.signIn(with: Self.stored)
+        let (transport, store, session) = try await Self.signedIn()
         transport.enqueue(
             .response(
                 SesameHTTP.Response(
                     status: 400, headers: ["Content-Type": "text/html"], body: Data("<html>log in</html>".utf8))))
-        do {
-            _ = try await session.forceRefresh()
-            Issue.record("the portal's page refreshed")
-        } catch let error as AuthError {
-            #expect(error.isTransient)
-        }
+        await expectAuthError(.transport, "the portal's page") { try await session.forceRefresh() }
         #expect(await session.status == .signedIn)
         #expect(try await store.load(profile: "default")?.refreshToken == "r-0")
     }

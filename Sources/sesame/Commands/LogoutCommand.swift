@@ -24,8 +24,7 @@ struct LogoutCommand: SesameCommand {
     let endsProviderSession: Bool
 
     init(_ arguments: ParsedArguments) throws {
-        selection = try SessionSelection(arguments)
-        try arguments.noPositionals()
+        selection = try SessionInvocation(arguments).selection
         revokes = !arguments.flag(Self.noRevoke)
         endsProviderSession = arguments.flag(Self.endSession)
     }

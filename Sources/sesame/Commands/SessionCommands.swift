@@ -18,21 +18,18 @@ struct TokenCommand: SesameCommand {
         ],
         exitCodes: [], command: Self.self)
 
-    let selection: SessionSelection
+    let invocation: SessionInvocation
     let refreshesNow: Bool
-    let json: Bool
 
     init(_ arguments: ParsedArguments) throws {
-        selection = try SessionSelection(arguments)
-        try arguments.noPositionals()
+        invocation = try SessionInvocation(arguments)
         refreshesNow = arguments.flag(Self.forceRefresh)
-        json = arguments.flag(GlobalOptions.json)
     }
 
     func run() async throws {
-        let context = try await SessionContext(selection).withUsableKey()
+        let context = try await SessionContext(invocation.selection).withUsableKey()
         let tokens = refreshesNow ? try await context.session.forceRefresh() : try await context.session.validTokens()
-        if json {
+        if invocation.json {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
             if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { json["expiresAt"] = .integer(expiresAt) }
             print(JOSEValue.object(json).jsonString)
@@ -56,26 +53,21 @@ struct UserInfoCommand: SesameCommand {
         exitCodes: [(1, "the provider refused, or described another subject (userinfo_rejected)")],
         command: Self.self)
 
-    let selection: SessionSelection
-    let json: Bool
+    let invocation: SessionInvocation
 
-    init(_ arguments: ParsedArguments) throws {
-        selection = try SessionSelection(arguments)
-        try arguments.noPositionals()
-        json = arguments.flag(GlobalOptions.json)
-    }
+    init(_ arguments: ParsedArguments) throws { invocation = try SessionInvocation(arguments) }
 
     func run() async throws {
-        let context = try await SessionContext(selection).withUsableKey()
+        let context = try await SessionContext(invocation.selection).withUsableKey()
         guard let auth = context.oidc else {
             throw CLIError.usage(
                 "profile \(context.profile.name) signs in with a REST backend, which has no UserInfo; "
                     + "try 'sesame request /me'",
-                command: selection.command)
+                command: invocation.selection.command)
         }
         // Through the SDK: the session's scheme (DPoP when bound), one refresh on a rejection, `sub` checked.
         let claims = try await auth.userInfo()
-        if json {
+        if invocation.json {
             print(JOSEValue.object(claims).jsonString)
             return
         }
@@ -99,23 +91,18 @@ struct StatusCommand: SesameCommand {
         examples: ["sesame status", "sesame status --json --profile work"],
         exitCodes: [], command: Self.self)
 
-    let selection: SessionSelection
-    let json: Bool
+    let invocation: SessionInvocation
 
-    init(_ arguments: ParsedArguments) throws {
-        selection = try SessionSelection(arguments)
-        try arguments.noPositionals()
-        json = arguments.flag(GlobalOptions.json)
-    }
+    init(_ arguments: ParsedArguments) throws { invocation = try SessionInvocation(arguments) }
 
     func run() async throws {
-        let context = try await SessionContext(selection).withUsableKey()
+        let context = try await SessionContext(invocation.selection).withUsableKey()
         guard let tokens = try await context.session.currentTokens else {
             throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")
         }
         let expired = tokens.expiresAt.map { $0 <= Date() } ?? false
         let settings = context.settings
-        if json {
+        if invocation.json {
             var status: JOSEObject = [
                 "profile": .string(context.profile.name), "provider": .string(settings.baseURL),
                 "kind": .string(settings.kind.rawValue), "store": .string(settings.store.rawValue),
@@ -144,6 +131,20 @@ struct StatusCommand: SesameCommand {
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
         print("expires:  \(expiry)")
         if let scope = tokens.scope { print("scope:    \(safe(scope))") }
+    }
+}
+
+/// What every session command reads first: the profile and store (checked before anything else), no positionals,
+/// and `--json`.
+struct SessionInvocation: Sendable {
+    let selection: SessionSelection
+    let json: Bool
+
+    /// - Throws: ``CLIError`` (usage).
+    init(_ arguments: ParsedArguments) throws {
+        selection = try SessionSelection(arguments)
+        try arguments.noPositionals()
+        json = arguments.flag(GlobalOptions.json)
     }
 }
 
