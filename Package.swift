@@ -108,7 +108,7 @@ let package = Package(
         ),
         .target(
             name: "SesameTestSupport",
-            dependencies: ["SesameJOSE", "SesameLoopback"],
+            dependencies: ["SesameJOSE", "SesameLoopback", "SesameDevServer", "SesameTesting"],
             path: "Tests/SesameTestSupport",
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,6 @@
 public import Foundation
-public import SesameJOSE
-public import SesameLoopback
+import SesameJOSE
+import SesameLoopback
 
 #if canImport(Glibc)
     import Glibc
@@ -15,82 +15,6 @@ public import SesameLoopback
 /// > its database, and exposes `/_dev/` endpoints (counters, fault switches, a stand-in Sign in with Apple issuer)
 /// > unless ``Configuration/devEndpoints`` is off. Do not run it as a production identity provider.
 public final class DevServer: Sendable {
-    /// Everything `sesame serve` can set.
-    public struct Configuration: Sendable {
-        /// The host to bind.
-        ///
-        /// Default 127.0.0.1.
-        public var host = "127.0.0.1"
-        /// The port; 0 picks a free one.
-        public var port = 0
-        /// The SQLite database file (created if missing), or `:memory:`.
-        public var databasePath = ":memory:"
-        /// The issuer URL; by default `http://HOST:PORT` once the port is known.
-        public var issuer: URL?
-        /// Access-token lifetime in seconds (as short as 1 for tests).
-        ///
-        /// Default 900.
-        public var accessTokenTTL: Int64 = 900
-        /// Refresh-token lifetime in seconds.
-        ///
-        /// Default 30 days.
-        public var refreshTokenTTL: Int64 = 30 * 86400
-        /// The access-token signing algorithm: ES256 (default), RS256 or EdDSA.
-        public var signingAlgorithm: JWSAlgorithm = .es256
-        /// Users created at start (skipped when the email exists).
-        public var users: [(email: String, password: String)] = []
-        /// The fault plan.
-        public var faults = FaultPlan()
-        /// Whether the `/_dev/` endpoints answer.
-        ///
-        /// Default on.
-        public var devEndpoints = true
-        /// PBKDF2 iterations for new passwords.
-        ///
-        /// Default 600,000 (OWASP 2023 for PBKDF2-HMAC-SHA256); tests may use far fewer.
-        public var passwordIterations = 600_000
-        /// Where the server's time comes from (token issue and expiry, refresh-token lifetimes).
-        ///
-        /// Inject a clock in tests instead of sleeping. Default: the system clock.
-        public var clock: @Sendable () -> Date = { Date() }
-        /// Seeds the dice of probabilistic faults (`@0.3`), for reproducible runs.
-        ///
-        /// Nil draws from the system generator.
-        public var faultSeed: UInt64?
-        /// The audience of Sign in with Apple identity tokens: the app's bundle ID.
-        public var appleBundleID = "dev.sesame.demo"
-        /// The JWKS that signs Apple identity tokens; nil uses the built-in stand-in issuer's key.
-        public var appleKeys: JWKSet?
-        /// Receives one line per request (method, path, status, duration) and never a secret; nil is silent.
-        public var log: (@Sendable (String) -> Void)?
-        /// Limits for the HTTP layer.
-        public var http = HTTPServer.Configuration()
-        /// OpenID Connect clients besides the built-in public `sesame-cli` (``RegisteredClient/sesameCLI``).
-        public var clients: [RegisteredClient] = []
-        /// ID-token lifetime in seconds.
-        ///
-        /// Default 3600.
-        public var idTokenTTL: Int64 = 3600
-        /// Seconds during which a rotated OIDC refresh token may be presented again without revoking its grant
-        /// (a client that lost the response); 0, the default, revokes on the first reuse.
-        public var refreshReuseGrace: Int64 = 0
-        /// Rotate the signing key when it is this many seconds old (checked as tokens are issued); nil never.
-        ///
-        /// A retired key stays in `/jwks` until every token it signed has expired.
-        public var keyRotationInterval: Int64?
-        /// The RP test mode the provider starts in (``RPTestMode``); nil behaves correctly.
-        public var rpTest: RPTestMode?
-        /// Demand DPoP nonces (RFC 9449 §8): a proof without the current `DPoP-Nonce` is answered `use_dpop_nonce`.
-        public var dpopNonce = false
-        /// Browser-session lifetime in seconds (the cookie that skips the sign-in form).
-        ///
-        /// Default 12 hours.
-        public var browserSessionTTL: Int64 = 12 * 3600
-
-        /// The defaults.
-        public init() {}
-    }
-
     let configuration: Configuration
     let store: DevStore
     let state = LockedValue(MutableState())

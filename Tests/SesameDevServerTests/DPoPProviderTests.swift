@@ -2,37 +2,38 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// DPoP on the dev server's provider (RFC 9449): binding at /token, proofs at /userinfo and /me, nonces.
 @Suite struct DPoPProviderTests {
     /// Signs in, then exchanges the code with a proof by `key` (and `nonce`).
-    static func dpopTokens(_ oidc: OIDCHarness, key: JWK, nonce: String? = nil, overrides: [String: String?] = [:])
+    static func dpopTokens(_ oidc: OIDCTestServer, key: JWK, nonce: String? = nil, overrides: [String: String?] = [:])
         throws -> TestBrowser.Page
     {
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let (code, _) = try oidc.code(pkce, overrides)
         return try oidc.browser.post(
             "/token",
             form: [
-                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", OIDCHarness.redirect),
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", OIDCTestServer.redirect),
                 ("client_id", "sesame-cli"), ("code_verifier", pkce.verifier),
             ], headers: [("DPoP", try proof(oidc, key, "POST", "/token", nonce: nonce))])
     }
 
     static func proof(
-        _ oidc: OIDCHarness, _ key: JWK, _ method: String, _ path: String, token: String? = nil,
+        _ oidc: OIDCTestServer, _ key: JWK, _ method: String, _ path: String, token: String? = nil,
         nonce: String? = nil
     ) throws -> String {
         try DPoPProof.make(
-            key: key, method: method, url: try #require(URL(string: oidc.issuer + path)), accessToken: token,
+            key: key, method: method, url: try #require(URL(string: oidc.issuerText + path)), accessToken: token,
             nonce: nonce,
             issuedAt: oidc.clock.now)
     }
 
     /// A well-formed DPoP resource request: `Authorization: DPoP` and a fresh proof by `key` with `ath`.
     static func dpopGet(
-        _ oidc: OIDCHarness, _ path: String, token: String, key: JWK, nonce: String? = nil
+        _ oidc: OIDCTestServer, _ path: String, token: String, key: JWK, nonce: String? = nil
     ) throws -> TestBrowser.Page {
         try oidc.browser.get(
             path,
@@ -46,7 +47,7 @@ import Testing
         "DPOP-06 DPOP-07: a proof at /token binds the tokens (token_type DPoP, cnf.jkt); the bound token needs a proof by its key"
     )
     func binding() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let response = try Self.dpopTokens(oidc, key: key)
@@ -86,7 +87,7 @@ import Testing
     @Test(
         "DPOP-06: a public client's refresh token is bound: another key or none is refused, and the token is not spent")
     func refreshBinding() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let tokens = try #require(try Self.dpopTokens(oidc, key: key).json)
@@ -105,7 +106,7 @@ import Testing
 
     @Test("DPOP-10: dpop_jkt binds the code (also set by a proof at PAR); the wrong key or none cannot redeem it")
     func codeBinding() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let other = try JWK.generate(for: .es256)
@@ -113,7 +114,7 @@ import Testing
         #expect(wrong.error == "invalid_grant")
         let right = try Self.dpopTokens(oidc, key: key, overrides: ["dpop_jkt": key.thumbprint])
         #expect(right.status == 200)
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let pushed = try oidc.browser.post(
             "/par", form: oidc.parameters(pkce), headers: [("DPoP", try Self.proof(oidc, key, "POST", "/par"))])
         let uri = try #require(pushed.json?["request_uri"]?.stringValue)
@@ -126,7 +127,7 @@ import Testing
     @Test(
         "DPOP-05: --dpop-nonce: use_dpop_nonce with a DPoP-Nonce at /token and /userinfo, accepted on retry, rotating")
     func nonces() throws {
-        let oidc = try OIDCHarness { $0.dpopNonce = true }
+        let oidc = try OIDCTestServer { $0.dpopNonce = true }
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let first = try Self.dpopTokens(oidc, key: key)
@@ -148,7 +149,7 @@ import Testing
 @Suite struct DPoPAuditTests {
     @Test("a refresh token used with a proof once is bound from then on (RFC 9449 §5)")
     func lateBinding() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         #expect(tokens["token_type"] == "Bearer")
@@ -169,7 +170,7 @@ import Testing
 
     @Test("/me answers a DPoP nonce challenge like /userinfo does")
     func meNonce() throws {
-        let oidc = try OIDCHarness { $0.dpopNonce = true }
+        let oidc = try OIDCTestServer { $0.dpopNonce = true }
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let nonce = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key).header("DPoP-Nonce"))

@@ -65,7 +65,7 @@ import Testing
         "a real browser signs in (keyboard only), sees the wrong-password error, is forced by prompt=login, and is sent back silently with its session",
         .enabled(if: browserAvailable), .timeLimit(.minutes(3)))
     func browserSignIn() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         // The app's loopback redirect: a real listener, as a native app's would be.
         let app = try RecordingServer { _ in
@@ -73,10 +73,10 @@ import Testing
         }
         defer { app.stop() }
         let redirect = "http://127.0.0.1:\(app.port)/callback"
-        let requests = (0..<3).map { _ in OIDCHarness.PKCE() }
+        let requests = (0..<3).map { _ in OIDCTestServer.PKCE() }
         let urls = requests.enumerated().map { index, pkce in
-            oidc.issuer + "/authorize?"
-                + OIDCHarness.query(
+            oidc.issuerText + "/authorize?"
+                + OIDCTestServer.query(
                     oidc.parameters(
                         pkce, scope: "openid email",
                         ["redirect_uri": redirect, "state": "state-\(index)", "prompt": index == 1 ? "login" : nil]))
@@ -85,14 +85,14 @@ import Testing
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let script = Self.packageRoot.appendingPathComponent("Tests/Interop/browser_signin.py").path
         let run = try Self.runPython(
-            [script, artifacts.path, OIDCHarness.email, OIDCHarness.password] + urls)
+            [script, artifacts.path, OIDCTestServer.email, OIDCTestServer.password] + urls)
         try #require(run.status == 0, "browser_signin.py: \(run.output) \(run.errors.suffix(2000))")
         let result = try JOSEValue.parse(Data(run.output.utf8))
         #expect(result["wrongPasswordMessage"]?.stringValue?.contains("email or password is wrong") == true)
         #expect(result["forcedForm"] == true)
         #expect(result["callbackPage"]?.stringValue?.contains("back to the app") == true)
         #expect(result["first"]?["state"] == "state-0" && result["silent"]?["state"] == "state-2")
-        #expect(result["first"]?["iss"] == .string(oidc.issuer))
+        #expect(result["first"]?["iss"] == .string(oidc.issuerText))
         // The codes the browser brought back are good, each once, with its own verifier.
         for (key, pkce) in [("first", requests[0]), ("silent", requests[2])] {
             let code = try #require(result[key]?["code"]?.stringValue)
@@ -113,10 +113,12 @@ import Testing
         "Authlib's OAuth client: discovery, code + PKCE, ID token verified with Authlib's JOSE, refresh, userinfo, revocation",
         .enabled(if: authlibAvailable), .timeLimit(.minutes(2)))
     func authlibClient() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let script = Self.packageRoot.appendingPathComponent("Tests/Interop/authlib_client.py").path
-        let run = try Self.runPython(["-W", "ignore", script, oidc.issuer, OIDCHarness.email, OIDCHarness.password])
+        let run = try Self.runPython([
+            "-W", "ignore", script, oidc.issuerText, OIDCTestServer.email, OIDCTestServer.password,
+        ])
         try #require(run.status == 0, "authlib_client.py: \(run.output) \(run.errors.suffix(2000))")
         let result = try JOSEValue.parse(Data(run.output.utf8))
         #expect(result["email"] == "alice@example.com" && result["userinfoName"] == "alice")

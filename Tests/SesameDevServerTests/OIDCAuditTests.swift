@@ -3,13 +3,14 @@ import SesameDevServer
 import SesameJOSE
 import SesameLoopback
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// Regression tests for what the security review of the provider found; each failed before its fix.
 @Suite struct OIDCAuditTests {
     @Test("a line break in redirect_uri or post_logout_redirect_uri never reaches a header (response splitting)")
     func headerInjection() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let injected = "http://127.0.0.1:1/%0aSet-Cookie:%20sesame_session=ATTACKER;%20Path=/;%20x="
         let page = try oidc.browser.get("/authorize?client_id=sesame-cli&redirect_uri=\(injected)")
@@ -18,7 +19,7 @@ import Testing
         for uri in [
             "http://127.0.0.1:1/a b", "http://127.0.0.1:1/<x>", "http://127.0.0.1:1/\u{e9}", "http://127.0.0.1:1/a\\b",
         ] {
-            let pairs = oidc.parameters(OIDCHarness.PKCE(), ["redirect_uri": uri])
+            let pairs = oidc.parameters(OIDCTestServer.PKCE(), ["redirect_uri": uri])
             #expect(try oidc.authorize(pairs).location == nil, "\(uri)")
         }
         let (tokens, _) = try oidc.signedInTokens()
@@ -40,13 +41,13 @@ import Testing
 
     @Test("the provider's cookies are scoped to its pages, so a loopback redirect listener never receives them")
     func cookiePaths() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let page = try oidc.authorize(oidc.parameters(pkce))
         let signedIn = try oidc.browser.post(
             "/authorize",
-            form: page.hiddenFields() + [("email", OIDCHarness.email), ("password", OIDCHarness.password)])
+            form: page.hiddenFields() + [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)])
         let cookies = page.headers("Set-Cookie") + signedIn.headers("Set-Cookie")
         #expect(!cookies.isEmpty)
         for cookie in cookies {
@@ -57,15 +58,15 @@ import Testing
 
     @Test("a malformed dpop_jkt is refused (a well-formed one binds the code: DPoPProviderTests)")
     func dpopJKTShape() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pairs = oidc.parameters(OIDCHarness.PKCE(), ["dpop_jkt": "not-a-thumbprint"])
+        let pairs = oidc.parameters(OIDCTestServer.PKCE(), ["dpop_jkt": "not-a-thumbprint"])
         #expect(try oidc.authorize(pairs).redirectParameters["error"] == "invalid_request")
     }
 
     @Test("a revoked OIDC grant's access token is refused at the REST /me too")
     func meChecksTheGrant() async throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         let access = tokens["access_token"].string
@@ -77,10 +78,10 @@ import Testing
 
     @Test("concurrent replays of one code: one exchange passes, and the replays always revoke what it got")
     func concurrentCodeReplay() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         for trial in 0..<15 {
-            let pkce = OIDCHarness.PKCE()
+            let pkce = OIDCTestServer.PKCE()
             let (code, _) = try oidc.code(pkce)
             // Four threads of their own (blocking sockets stay off the concurrency pool), released together.
             let pages = LockedBox<[TestBrowser.Page?]>([])
@@ -115,10 +116,10 @@ import Testing
 
     @Test("end-session with another user's ID token asks this browser's user first")
     func endSessionForeignHint() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let bobBrowser = TestBrowser(port: oidc.browser.port)
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let page = try oidc.authorize(oidc.parameters(pkce), browser: bobBrowser)
         let signedIn = try bobBrowser.post(
             "/authorize", form: page.hiddenFields() + [("email", "bob@example.com"), ("password", "battery-staple")])
@@ -132,7 +133,7 @@ import Testing
 
     @Test("within the reuse grace a spent refresh token comes back once; the second time revokes the grant")
     func graceOnce() throws {
-        let oidc = try OIDCHarness { $0.refreshReuseGrace = 30 }
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 30 }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         let first = tokens["refresh_token"].string
@@ -144,7 +145,7 @@ import Testing
 
     @Test("the device page: deny needs a sign-in too, and wrong codes are limited per minute")
     func devicePageProtections() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let device = try #require(
             try oidc.browser.post("/device_authorization", form: [("client_id", "sesame-cli")]).json)
@@ -166,7 +167,7 @@ import Testing
 
     @Test("a minted token keeps its key published after a rotation; protocol claims cannot be overridden")
     func mintedTokenKeyLifeAndClaims() throws {
-        let oidc = try OIDCHarness {
+        let oidc = try OIDCTestServer {
             $0.accessTokenTTL = 2
             $0.idTokenTTL = 2
         }
@@ -182,7 +183,7 @@ import Testing
         #expect(try oidc.jwks().keys.contains { $0.keyID == kid })
 
         // The dev panel cannot set nonce, exp or sub either.
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let pairs = oidc.parameters(pkce, ["nonce": nil, "prompt": "consent"])
         let form = try oidc.authorize(pairs)
         #expect(form.status == 200, "prompt=consent shows the page")

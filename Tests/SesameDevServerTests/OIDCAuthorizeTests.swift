@@ -2,18 +2,19 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 @Suite struct OIDCAuthorizeTests {
     @Test("discovery lists exactly what is supported, at both well-known paths")
     func discovery() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let openid = try oidc.browser.get("/.well-known/openid-configuration")
         let oauth = try oidc.browser.get("/.well-known/oauth-authorization-server")
         #expect(openid.status == 200 && openid.body == oauth.body)
         let document = try #require(openid.json)
-        #expect(document["issuer"] == .string(oidc.issuer))
+        #expect(document["issuer"] == .string(oidc.issuerText))
         #expect(document["code_challenge_methods_supported"] == ["S256"])
         #expect(document["authorization_response_iss_parameter_supported"] == true)
         #expect(document["response_types_supported"] == ["code"])
@@ -29,15 +30,17 @@ import Testing
             ("end_session_endpoint", "/end-session"), ("device_authorization_endpoint", "/device_authorization"),
             ("pushed_authorization_request_endpoint", "/par"),
         ] {
-            #expect(document[name] == .string(oidc.issuer + path))
+            #expect(document[name] == .string(oidc.issuerText + path))
         }
     }
 
     @Test("an unknown client or an unregistered redirect URI is shown as a page, never redirected")
     func unredirectableErrors() throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "web:https://app.example/cb")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "web:https://app.example/cb")]
+        }
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         for overrides: [String: String?] in [
             ["client_id": "nobody"], ["client_id": nil], ["redirect_uri": nil],
             ["redirect_uri": "https://evil.example/callback"], ["redirect_uri": "http://localhost:5555/callback"],
@@ -54,15 +57,16 @@ import Testing
         let web = try oidc.authorize(
             oidc.parameters(pkce, ["client_id": "web", "redirect_uri": "https://app.example/cb"]))
         #expect(web.status == 200)
-        let repeated = try oidc.browser.get("/authorize?" + OIDCHarness.query(oidc.parameters(pkce)) + "&scope=openid")
+        let repeated = try oidc.browser.get(
+            "/authorize?" + OIDCTestServer.query(oidc.parameters(pkce)) + "&scope=openid")
         #expect(repeated.status == 400 && repeated.location == nil && repeated.body.contains("repeated"))
     }
 
     @Test("PKCE S256 is required: missing or plain is an error redirected with state and iss")
     func redirectedErrors() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let cases: [([String: String?], String)] = [
             (["code_challenge": nil, "code_challenge_method": nil], "invalid_request"),
             (["code_challenge_method": "plain"], "invalid_request"),
@@ -82,17 +86,17 @@ import Testing
             let response = page.redirectParameters
             #expect(response["error"] == error, "\(overrides)")
             #expect(response["state"] == pairs.first { $0.0 == "state" }?.1)
-            #expect(response["iss"] == oidc.issuer)
+            #expect(response["iss"] == oidc.issuerText)
             #expect(response["code"] == nil)
-            #expect(page.location?.hasPrefix(OIDCHarness.redirect + "?") == true)
+            #expect(page.location?.hasPrefix(OIDCTestServer.redirect + "?") == true)
         }
     }
 
     @Test("the sign-in page: escaped, framed by nothing, a visible dev banner, scopes, CSRF token, login_hint")
     func signInPage() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let page = try oidc.authorize(
             oidc.parameters(pkce, ["state": "\"><script>alert(1)</script>", "login_hint": "bob@example.com"]))
         #expect(page.status == 200)
@@ -113,9 +117,9 @@ import Testing
 
     @Test("wrong password: the form again with a readable error and no code; CSRF is checked")
     func badCredentialsAndCSRF() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let pairs = oidc.parameters(pkce)
         let wrong = try oidc.signIn(pairs, password: "wrong-password")
         #expect(wrong.status == 200 && wrong.location == nil)
@@ -126,7 +130,7 @@ import Testing
 
         let page = try oidc.authorize(pairs)
         let fields = page.hiddenFields()
-        let credentials = [("email", OIDCHarness.email), ("password", OIDCHarness.password)]
+        let credentials = [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)]
         // No token, a token for other request parameters, or another browser's cookie: 403, no code.
         let tampered = fields.map { $0.0 == "state" ? ($0.0, "other") : $0 }
         let forged = fields.map { $0.0 == "csrf" ? ($0.0, Base64URL.encode(JOSECrypto.randomBytes(32))) : $0 }
@@ -146,9 +150,9 @@ import Testing
 
     @Test("the browser session skips the form; prompt=login forces it; prompt=none; max_age")
     func browserSession() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         // prompt=none without a session: login_required, redirected.
         let none = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
         #expect(none.status == 302 && none.redirectParameters["error"] == "login_required")
@@ -159,7 +163,7 @@ import Testing
         let again = try oidc.authorize(oidc.parameters(pkce))
         #expect(
             again.status == 302 && again.redirectParameters["code"] != nil
-                && again.redirectParameters["iss"] == oidc.issuer)
+                && again.redirectParameters["iss"] == oidc.issuerText)
         let silent = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
         #expect(silent.status == 302 && silent.redirectParameters["code"] != nil)
         let forced = try oidc.authorize(oidc.parameters(pkce, ["prompt": "login"]))
@@ -185,9 +189,9 @@ import Testing
 
     @Test("the dev panel signs in as a listed user with extra claims; without dev endpoints it is gone")
     func signInAs() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let pairs = oidc.parameters(pkce)
         let page = try oidc.authorize(pairs)
         let bob = try #require(
@@ -207,7 +211,7 @@ import Testing
         #expect(claims.subject == bob)  // extra claims never override the protocol's
         #expect(claims["email"] == "bob@example.com")
 
-        let strict = try OIDCHarness { $0.devEndpoints = false }
+        let strict = try OIDCTestServer { $0.devEndpoints = false }
         defer { strict.stop() }
         let plain = try strict.authorize(strict.parameters(pkce))
         #expect(!plain.body.contains("sign_in_as"))
@@ -217,9 +221,11 @@ import Testing
 
     @Test("cancel redirects access_denied; PAR: pushed once, by its client, short-lived")
     func cancelAndPAR() throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")]
+        }
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let page = try oidc.authorize(oidc.parameters(pkce))
         let cancelled = try oidc.browser.post("/authorize", form: page.hiddenFields() + [("action", "cancel")])
         #expect(cancelled.redirectParameters["error"] == "access_denied")
@@ -240,7 +246,7 @@ import Testing
         // The form from the pushed request completes the flow.
         let signedIn = try oidc.browser.post(
             "/authorize",
-            form: form.hiddenFields() + [("email", OIDCHarness.email), ("password", OIDCHarness.password)])
+            form: form.hiddenFields() + [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)])
         let code = try #require(signedIn.redirectParameters["code"])
         #expect(try oidc.exchange(code, pkce).status == 200)
 

@@ -2,12 +2,13 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 @Suite struct OIDCResourceTests {
     @Test("/userinfo: Bearer only; no token, a bad token, a REST token and a revoked grant are 401")
     func userInfo() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let none = try oidc.browser.get("/userinfo")
         #expect(none.status == 401 && none.header("WWW-Authenticate") == "Bearer realm=\"sesame\"")
@@ -25,7 +26,9 @@ import Testing
 
     @Test("/revoke (RFC 7009): refresh and access tokens end their grant; unknown is 200; other clients' stay")
     func revoke() throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")]
+        }
         defer { oidc.stop() }
         func revoke(_ token: String, client: String = "sesame-cli") throws -> TestBrowser.Page {
             try oidc.browser.post("/revoke", form: [("token", token), ("client_id", client)])
@@ -47,13 +50,15 @@ import Testing
 
     @Test("/end-session: id_token_hint and a registered post_logout_redirect_uri, state; clears the session")
     func endSession() throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "web:https://app.example/out")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "web:https://app.example/out")]
+        }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         #expect(oidc.browser.cookie("sesame_session") != nil)
         let hint = tokens["id_token"].string
         func end(_ pairs: [(String, String)]) throws -> TestBrowser.Page {
-            try oidc.browser.get("/end-session?" + OIDCHarness.query(pairs))
+            try oidc.browser.get("/end-session?" + OIDCTestServer.query(pairs))
         }
         for pairs in [
             [("id_token_hint", hint), ("post_logout_redirect_uri", "https://evil.example/")],
@@ -71,7 +76,7 @@ import Testing
         ])
         #expect(page.status == 302 && page.location == "http://127.0.0.1:6000/bye?state=s-1")
         #expect(oidc.browser.cookie("sesame_session") == nil)
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         #expect(try oidc.authorize(oidc.parameters(pkce)).status == 200, "the form again")
 
         // Without a hint, the user confirms first (a forged link signs nobody out).
@@ -88,13 +93,13 @@ import Testing
 
     @Test("POST /_dev/token mints verifiable tokens with any claims; bad input is a 400, not JSON a 415")
     func mintToken() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let minted = try oidc.dev(
             "/_dev/token", ["sub": "user-42", "claims": ["role": "admin"], "aud": "my-api", "expiresIn": 120])
         #expect(minted.status == 200)
         let body = try #require(minted.json)
-        var policy = ClaimValidationPolicy(issuer: oidc.issuer, audience: "my-api", requiredClaims: ["exp", "sub"])
+        var policy = ClaimValidationPolicy(issuer: oidc.issuerText, audience: "my-api", requiredClaims: ["exp", "sub"])
         policy.acceptedTypes = ["at+jwt"]
         let claims = try JWTVerifier(keys: try oidc.jwks(), policy: policy)
             .verifiedClaims(of: body["access_token"].string, now: oidc.clock.now)
@@ -113,7 +118,7 @@ import Testing
 
     @Test("CORS for the API endpoints only: a preflight for /token and /userinfo, none for the pages or /_dev/")
     func cors() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         for path in ["/token", "/userinfo", "/jwks", "/.well-known/openid-configuration", "/revoke"] {
             let preflight = try oidc.browser.request(
@@ -128,15 +133,15 @@ import Testing
             let page = try oidc.browser.request("OPTIONS", path, headers: [("Origin", "http://localhost:3000")])
             #expect(page.header("Access-Control-Allow-Origin") == nil, "\(path)")
         }
-        let form = try oidc.authorize(oidc.parameters(OIDCHarness.PKCE()))
+        let form = try oidc.authorize(oidc.parameters(OIDCTestServer.PKCE()))
         #expect(form.header("Access-Control-Allow-Origin") == nil)
     }
 
     @Test("an RP test mode is named on every page; POST /_dev/rp-test needs a test member; sesame-cli is reserved")
     func rpTestVisibleAndReserved() throws {
-        let oidc = try OIDCHarness { $0.rpTest = .invalidAudience }
+        let oidc = try OIDCTestServer { $0.rpTest = .invalidAudience }
         defer { oidc.stop() }
-        let page = try oidc.authorize(oidc.parameters(OIDCHarness.PKCE()))
+        let page = try oidc.authorize(oidc.parameters(OIDCTestServer.PKCE()))
         #expect(page.body.contains("RP test mode oidcc-client-test-invalid-aud"))
         #expect(try oidc.dev("/_dev/rp-test", [:]).status == 400)
         #expect(throws: DevServerError.self) {
@@ -151,11 +156,11 @@ import Testing
 
     @Test("OIDC routes are behind the Host check and the fault plan too")
     func hardeningApplies() throws {
-        let oidc = try OIDCHarness { $0.faults = try! FaultPlan(spec: "/token:status=503") }
+        let oidc = try OIDCTestServer { $0.faults = try! FaultPlan(spec: "/token:status=503") }
         defer { oidc.stop() }
         let rebound = try oidc.browser.get("/.well-known/openid-configuration", headers: [("Host", "evil.example")])
         #expect(rebound.status == 400 || rebound.status == 421)
-        let client = try RawClient(port: oidc.running.server.port)
+        let client = try RawClient(port: oidc.server.port)
         client.send("GET /authorize HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n")
         #expect(client.readToEnd().hasPrefix("HTTP/1.1 421"))
         #expect(try oidc.token([("grant_type", "refresh_token")]).status == 503)

@@ -2,12 +2,13 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 @Suite struct OIDCTokenTests {
     @Test("code exchange: ID token verifies against /jwks with iss, aud, azp, nonce, auth_time and at_hash")
     func codeExchange() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let (tokens, nonce) = try oidc.signedInTokens()
         #expect(tokens["token_type"] == "Bearer" && tokens["expires_in"] == 900)
@@ -29,9 +30,9 @@ import Testing
 
     @Test("a code is single use, and its second use revokes what the first issued")
     func codeReuse() async throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let (code, _) = try oidc.code(pkce)
         let first = try #require(try oidc.exchange(code, pkce).json)
         #expect(try oidc.userInfo(first["access_token"].string).status == 200)
@@ -45,18 +46,20 @@ import Testing
 
     @Test("a code is bound to its client, redirect URI and verifier, and burnt by a wrong attempt")
     func codeBinding() throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")]
+        }
         defer { oidc.stop() }
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let attempts: [(String, (String) throws -> TestBrowser.Page)] = [
-            ("wrong verifier", { try oidc.exchange($0, OIDCHarness.PKCE()) }),
+            ("wrong verifier", { try oidc.exchange($0, OIDCTestServer.PKCE()) }),
             ("wrong redirect", { try oidc.exchange($0, pkce, redirect: "http://127.0.0.1:5556/callback") }),
             ("wrong client", { try oidc.exchange($0, pkce, client: "other") }),
             (
                 "no verifier",
                 {
                     try oidc.token([
-                        ("grant_type", "authorization_code"), ("code", $0), ("redirect_uri", OIDCHarness.redirect),
+                        ("grant_type", "authorization_code"), ("code", $0), ("redirect_uri", OIDCTestServer.redirect),
                         ("client_id", "sesame-cli"),
                     ])
                 }
@@ -65,7 +68,7 @@ import Testing
                 "short verifier",
                 {
                     try oidc.token([
-                        ("grant_type", "authorization_code"), ("code", $0), ("redirect_uri", OIDCHarness.redirect),
+                        ("grant_type", "authorization_code"), ("code", $0), ("redirect_uri", OIDCTestServer.redirect),
                         ("client_id", "sesame-cli"), ("code_verifier", "abc"),
                     ])
                 }
@@ -87,7 +90,7 @@ import Testing
 
     @Test("the token endpoint: form only, one of each parameter, registered public clients, known grants")
     func tokenEndpointErrors() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let json = try oidc.browser.request(
             "POST", "/token", headers: [("Content-Type", "application/json")],
@@ -112,7 +115,9 @@ import Testing
 
     @Test("refresh: rotation, reuse revokes the grant, another client's token, scope can only narrow")
     func refreshRotation() async throws {
-        let oidc = try OIDCHarness { $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")] }
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "other:http://127.0.0.1/cb")]
+        }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         let firstID = try JWT.unverifiedClaims(of: tokens["id_token"].string)
@@ -142,7 +147,7 @@ import Testing
 
     @Test("--refresh-reuse-grace: a rotated token may come back within the grace, not after")
     func reuseGrace() async throws {
-        let oidc = try OIDCHarness { $0.refreshReuseGrace = 10 }
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 10 }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
         let first = tokens["refresh_token"].string
@@ -160,10 +165,10 @@ import Testing
 
     @Test("REST and OIDC refresh tokens do not cross")
     func restAndOIDCSeparate() async throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()
-        let rest = try #require(try await oidc.running.login(OIDCHarness.email, OIDCHarness.password).json)
+        let rest = try #require(try await oidc.running.login(OIDCTestServer.email, OIDCTestServer.password).json)
         #expect(try await oidc.running.refresh(tokens["refresh_token"].string).status == 401)
         #expect(try oidc.refresh(rest["refreshToken"].string).error == "invalid_grant")
         #expect(try oidc.userInfo(rest["accessToken"].string).status == 401)
@@ -171,7 +176,7 @@ import Testing
 
     @Test("key rotation: the previous key stays published until its tokens expire, and its tokens stay valid")
     func keyRotation() throws {
-        let oidc = try OIDCHarness {
+        let oidc = try OIDCTestServer {
             $0.accessTokenTTL = 300
             $0.idTokenTTL = 300
         }
@@ -191,7 +196,7 @@ import Testing
         #expect(try oidc.jwks().keys.map(\.keyID) == [newKid])
         #expect(try oidc.userInfo(before["access_token"].string).status == 401)
 
-        let timed = try OIDCHarness { $0.keyRotationInterval = 100 }
+        let timed = try OIDCTestServer { $0.keyRotationInterval = 100 }
         defer { timed.stop() }
         let (one, _) = try timed.signedInTokens()
         timed.clock.advance(by: 101)
@@ -203,7 +208,7 @@ import Testing
 
     @Test("device flow: pending, slow_down, approval on the device page, single hand-out, denial, expiry")
     func deviceFlow() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         func start(_ scope: String = "openid offline_access") throws -> JOSEValue {
             let response = try oidc.browser.post(
@@ -220,7 +225,7 @@ import Testing
         let device = try start()
         let userCode = device["user_code"].string
         #expect(userCode.count == 9 && userCode.allSatisfy { "BCDFGHJKLMNPQRSTVWXZ-".contains($0) })
-        #expect(device["verification_uri"] == .string(oidc.issuer + "/device"))
+        #expect(device["verification_uri"] == .string(oidc.issuerText + "/device"))
         #expect(device["interval"] == 5 && device["expires_in"] == 600)
         #expect(try poll(device).error == "authorization_pending")
         #expect(try poll(device).error == "slow_down")
@@ -238,7 +243,7 @@ import Testing
         let wrong = try oidc.browser.post(
             "/device",
             form: page.hiddenFields() + [
-                ("user_code", typed), ("email", OIDCHarness.email), ("password", "nope-nope"), ("action", "approve"),
+                ("user_code", typed), ("email", OIDCTestServer.email), ("password", "nope-nope"), ("action", "approve"),
             ])
         #expect(wrong.body.contains("wrong"))
         let noCSRF = try oidc.browser.post("/device", form: [("user_code", typed), ("action", "approve")])
@@ -247,7 +252,7 @@ import Testing
         let confirmation = try oidc.browser.post(
             "/device",
             form: page.hiddenFields() + [
-                ("user_code", typed), ("email", OIDCHarness.email), ("password", OIDCHarness.password),
+                ("user_code", typed), ("email", OIDCTestServer.email), ("password", OIDCTestServer.password),
                 ("action", "approve"),
             ])
         #expect(confirmation.body.contains("Connect this device?") && confirmation.body.contains("sesame-cli"))

@@ -2,6 +2,7 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// A dev server on an ephemeral loopback port for one test.
@@ -20,6 +21,15 @@ struct RunningServer {
         try server.start()
         client = HTTPTestClient(base: try #require(server.localURL))
         logLines = lines
+    }
+
+    /// The REST side of a server started elsewhere.
+    init(wrapping server: DevServer) {
+        self.server = server
+        // swift-format-ignore: NeverForceUnwrap
+        // (a started server has a local URL)
+        client = HTTPTestClient(base: server.localURL!)
+        logLines = LineCollector()
     }
 
     func register(_ email: String, _ password: String = "correct-horse") async throws -> HTTPTestClient.Response {
@@ -116,7 +126,7 @@ struct RunningServer {
 
     @Test("Access tokens expire after --access-token-ttl")
     func accessTokenExpiry() async throws {
-        let clock = TestClock()
+        let clock = ManualTimeSource(Date())
         let running = try RunningServer {
             $0.accessTokenTTL = 1
             $0.clock = { clock.now }
@@ -153,7 +163,7 @@ struct RunningServer {
 
     @Test("Refresh tokens expire")
     func refreshExpiry() async throws {
-        let clock = TestClock()
+        let clock = ManualTimeSource(Date())
         let running = try RunningServer {
             $0.refreshTokenTTL = 1
             $0.clock = { clock.now }

@@ -25,14 +25,14 @@ import Testing
 
     @Test("every mode produces exactly its defect", arguments: [nil] + RPTestMode.allCases)
     func exactlyItsDefect(_ mode: RPTestMode?) throws {
-        let oidc = try OIDCHarness { $0.rpTest = mode }
+        let oidc = try OIDCTestServer { $0.rpTest = mode }
         defer { oidc.stop() }
         #expect(try observedDefects(oidc) == Self.expected[mode], "\(mode?.rawValue ?? "no mode")")
     }
 
     @Test("GET /_dev/rp-tests lists every mode with its expectation; POST /_dev/rp-test switches")
     func switching() throws {
-        let oidc = try OIDCHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let list = try #require(try oidc.browser.get("/_dev/rp-tests").json)
         let names = list["tests"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
@@ -53,13 +53,13 @@ import Testing
     }
 
     /// Runs a flow as a strict client and names every deviation it sees.
-    func observedDefects(_ oidc: OIDCHarness) throws -> Set<String> {
+    func observedDefects(_ oidc: OIDCTestServer) throws -> Set<String> {
         var defects: Set<String> = []
         let discovery = try #require(try oidc.browser.get("/.well-known/openid-configuration").json)
-        if discovery["issuer"] != .string(oidc.issuer) { defects.insert("discovery-issuer") }
+        if discovery["issuer"] != .string(oidc.issuerText) { defects.insert("discovery-issuer") }
         let cachedKids = Set(try oidc.jwks().keys.compactMap(\.keyID))
 
-        let pkce = OIDCHarness.PKCE()
+        let pkce = OIDCTestServer.PKCE()
         let pairs = oidc.parameters(pkce)
         let sent = Dictionary(uniqueKeysWithValues: pairs)
         let first = try oidc.authorize(pairs)
@@ -68,11 +68,11 @@ import Testing
             ? first
             : try oidc.browser.post(
                 "/authorize",
-                form: first.hiddenFields() + [("email", OIDCHarness.email), ("password", OIDCHarness.password)])
+                form: first.hiddenFields() + [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)])
         let response = redirect.redirectParameters
         switch response["iss"] {
         case nil: defects.insert("response-iss-missing")
-        case let iss? where iss != oidc.issuer: defects.insert("response-iss-wrong")
+        case let iss? where iss != oidc.issuerText: defects.insert("response-iss-wrong")
         default: break
         }
         if response["state"] != sent["state"] { defects.insert("state-wrong") }
@@ -102,7 +102,7 @@ import Testing
         let (header, claims) = try check(idToken)
         if header.keyID == nil, header.algorithmName != "none" { defects.insert("kid-missing") }
         if let kid = header.keyID, !cachedKids.contains(kid) { defects.insert("kid-rotated-first") }
-        if claims.issuer != oidc.issuer { defects.insert("iss") }
+        if claims.issuer != oidc.issuerText { defects.insert("iss") }
         if claims.audience != ["sesame-cli"] || claims.authorizedParty != "sesame-cli" { defects.insert("aud") }
         if claims.subject == nil { defects.insert("sub-missing") }
         if claims.issuedAt == nil { defects.insert("iat-missing") }

@@ -43,11 +43,11 @@ import Testing
         let run = try InteropTests.runPython(["-c", script, path, Self.schemaVersion1])
         try #require(run.status == 0, "\(run.errors)")
 
-        let oidc = try OIDCHarness { $0.databasePath = path }
+        let oidc = try OIDCTestServer { $0.databasePath = path }
         defer { oidc.stop() }
         let refreshed = try await oidc.running.refresh("old-refresh-token")
         #expect(refreshed.status == 200 && refreshed.json?["user"]?["id"] == "u-1")
-        #expect(try await oidc.running.login(OIDCHarness.email, OIDCHarness.password).status == 200)
+        #expect(try await oidc.running.login(OIDCTestServer.email, OIDCTestServer.password).status == 200)
         let (tokens, _) = try oidc.signedInTokens()
         #expect(try oidc.userInfo(tokens["access_token"].string).json?["sub"] == "u-1")
         #expect(try oidc.refresh(tokens["refresh_token"].string).status == 200)

@@ -168,7 +168,7 @@ import Testing
         #expect(await iterator.next() == .loaded(signedIn: false))
         #expect(await iterator.next() == .signedIn)
 
-        let store = FlakyStore()
+        let store = FailingTokenStore()
         await store.fail([.load])
         let locked = AuthSession(provider: harness.provider, store: store)
         let launched = AuthState(session: locked)

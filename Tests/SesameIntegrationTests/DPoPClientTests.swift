@@ -9,7 +9,7 @@ import Testing
 /// The client's DPoP against the dev server: proofs on token requests, DPoP tokens, resource requests through
 /// `DPoPAuthenticator`, nonces, and key binding.
 @Suite struct DPoPClientTests {
-    static func provider(_ oidc: OIDCClientHarness, key: JWK) async throws -> OIDCAuthProvider {
+    static func provider(_ oidc: OIDCTestServer, key: JWK) async throws -> OIDCAuthProvider {
         let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
         var configuration = OIDCAuthProvider.Configuration(
             clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
@@ -22,7 +22,7 @@ import Testing
         "DPOP-03 DPOP-06 DPOP-07 DPOP-09: sign-in, UserInfo, refresh and an AuthorizedClient call, all DPoP-bound",
         arguments: [false, true])
     func roundTrip(nonces: Bool) async throws {
-        let oidc = try OIDCClientHarness { $0.dpopNonce = nonces }
+        let oidc = try OIDCTestServer { $0.dpopNonce = nonces }
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let provider = try await Self.provider(oidc, key: key)
@@ -50,7 +50,7 @@ import Testing
         "a refresh with another key is refused (the session ends); a Bearer session is never sent as DPoP or the reverse"
     )
     func keyBinding() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let provider = try await Self.provider(oidc, key: key)
@@ -78,7 +78,7 @@ import Testing
         "DPOP-06: a deleted or replaced key is found before anything is sent; the session ends (dpop_key_mismatch), never a Bearer request"
     )
     func lostOrReplacedKey() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let store = InMemoryTokenStore()
@@ -132,7 +132,7 @@ import Testing
 
     @Test("DPOP-04 DPOP-05: a nonce rotating mid-session is followed at the resource and at the token endpoint")
     func nonceRotation() async throws {
-        let oidc = try OIDCClientHarness {
+        let oidc = try OIDCTestServer {
             $0.dpopNonce = true
             $0.accessTokenTTL = 3600
         }
@@ -156,7 +156,7 @@ import Testing
     @Test(
         "DPOP-05: a resource server's use_dpop_nonce is answered once with its nonce, then remembered for that origin")
     func resourceNonce() async throws {
-        let oidc = try OIDCClientHarness { $0.dpopNonce = true }
+        let oidc = try OIDCTestServer { $0.dpopNonce = true }
         defer { oidc.stop() }
         let key = try JWK.generate(for: .es256)
         let provider = try await Self.provider(oidc, key: key)
@@ -182,7 +182,7 @@ import Testing
         "1,000 concurrent DPoP requests across an expiry, with nonces: one refresh, every request succeeds",
         .timeLimit(.minutes(2)))
     func thousandAcrossExpiry() async throws {
-        let oidc = try OIDCClientHarness {
+        let oidc = try OIDCTestServer {
             $0.dpopNonce = true
             $0.accessTokenTTL = 120
         }

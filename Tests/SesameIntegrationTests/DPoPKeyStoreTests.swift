@@ -134,7 +134,7 @@ import Testing
         "OIDCAuth.configure(dpopKeys:): DPoP tokens bound to the enclave key, the same key after a relaunch; a lost key means signing in again"
     )
     func endToEnd() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let keychain = InMemoryKeychain()
         let enclave = EmulatedSecureEnclave()

@@ -100,7 +100,7 @@ final class ScratchFolder {
 /// `LoopbackUserAgent` and `OIDCAuth` as a desktop or command-line app uses them, against the dev server.
 @Suite struct DesktopSignInTests {
     /// An opener that plays the user: the provider's form, then the browser following the redirect to the agent.
-    static func user(_ oidc: OIDCClientHarness, state override: String? = nil) -> LoopbackUserAgent.Opener {
+    static func user(_ oidc: OIDCTestServer, state override: String? = nil) -> LoopbackUserAgent.Opener {
         .custom { url in
             let redirect = try oidc.userAgent(url)
             var components = try #require(URLComponents(url: redirect, resolvingAgainstBaseURL: false))
@@ -116,7 +116,7 @@ final class ScratchFolder {
 
     @Test("RFC 8252 §7.3: the listener binds first, its redirect URI configures the facade, the real form signs in")
     func signInThroughTheLoopback() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let agent = try LoopbackUserAgent(open: Self.user(oidc))
         #expect(agent.redirectURI.hasPrefix("http://127.0.0.1:") && agent.redirectURI.hasSuffix("/callback"))
@@ -140,7 +140,7 @@ final class ScratchFolder {
 
     @Test("a redirect with another state ends the sign-in at once; nothing is stored")
     func wrongState() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let agent = try LoopbackUserAgent(open: Self.user(oidc, state: "forged"))
         let store = InMemoryTokenStore()
@@ -167,7 +167,7 @@ final class ScratchFolder {
 
     @Test("DPoP on Linux survives a relaunch: FileDPoPKeyStore keeps the key, restore needs no network")
     func dpopRelaunch() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let folder = ScratchFolder()
         let store = try FileTokenStore(directory: folder.url)

@@ -138,7 +138,7 @@ import Testing
 @Suite struct OIDCResponseRuleTests {
     @Test("BCP-06: a replayed redirect never reaches the token endpoint, and the first session stays alive")
     func replay() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let pending = try await provider.authorizationRequest()
@@ -155,9 +155,9 @@ import Testing
 
     @Test("BCP-08 NAT-13: a request made to provider A and answered elsewhere is refused before any token request")
     func mixUpAcrossProviders() async throws {
-        let a = try OIDCClientHarness()
+        let a = try OIDCTestServer()
         defer { a.stop() }
-        let b = try OIDCClientHarness()
+        let b = try OIDCTestServer()
         defer { b.stop() }
         let providerA = try await a.provider()
         let providerB = try await b.provider()
@@ -196,7 +196,7 @@ import Testing
 
     @Test("DEV-08: no poll after the device code expired")
     func deviceExpiry() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let clock = oidc.clock
         let provider = try await oidc.provider(sleep: { clock.advance(by: $0 * 200) })
@@ -214,7 +214,7 @@ import Testing
 
     @Test("REV-03: a failing revocation still tries the other token and reports a retryable error")
     func revocationFailure() async throws {
-        let oidc = try OIDCClientHarness { $0.faults = try FaultPlan(spec: "/revoke:status=503") }
+        let oidc = try OIDCTestServer { $0.faults = try FaultPlan(spec: "/revoke:status=503") }
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let tokens = try await oidc.signIn(provider)
@@ -244,7 +244,7 @@ import Testing
     }
 }
 
-extension OIDCClientHarness {
+extension OIDCTestServer {
     func counters() async throws -> JOSEValue {
         let page = try browser.get("/_dev/counters")
         return try #require(page.json)
@@ -392,7 +392,7 @@ extension IDTokenRuleTests {
         "LOGOUT-01 LOGOUT-02 REV-02: the logout URL carries the hint, a registered URI and the state, which come back; revoking twice succeeds"
     )
     func endSessionRoundTrip() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let tokens = try await oidc.signIn(provider)

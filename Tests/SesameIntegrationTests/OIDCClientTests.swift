@@ -3,10 +3,8 @@ import Sesame
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
-
-/// The test's clock drives the dev server and the client alike.
-extension TestClock: TimeSource {}
 
 extension OIDCProviderMetadata {
     /// Endpoints configured by hand at `https://as.example` (plain OAuth: no JWKS), for scripted-transport tests;
@@ -19,31 +17,9 @@ extension OIDCProviderMetadata {
     }
 }
 
-/// The dev server's provider and an `OIDCAuthProvider` against it, with a non-interactive user agent that posts
-/// the real sign-in form.
-struct OIDCClientHarness {
-    let server: DevServer
-    let clock: TestClock
-    let issuer: URL
-    let browser: TestBrowser
-    static let email = "alice@example.com"
-    static let password = "correct-horse"
-
-    init(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws {
-        let clock = TestClock()
-        var configuration = DevServer.Configuration()
-        configuration.passwordIterations = 1000
-        configuration.users = [(Self.email, Self.password)]
-        configuration.clock = { clock.now }
-        try configure(&configuration)
-        server = try DevServer(configuration: configuration)
-        issuer = try server.start()
-        self.clock = clock
-        browser = TestBrowser(port: server.port)
-    }
-
-    func stop() { server.stop() }
-
+/// The client's side of the one OIDC test bed: an `OIDCAuthProvider` against it, and the code flow through the real
+/// sign-in form.
+extension OIDCTestServer {
     func provider(
         scopes: [String] = ["openid", "email", "offline_access"], timeSource: (any TimeSource)? = nil,
         sleep: @escaping @Sendable (TimeInterval) async throws -> Void = { _ in }
@@ -54,20 +30,6 @@ struct OIDCClientHarness {
         configuration.pushedRequests = .whenRequired
         return OIDCAuthProvider(
             metadata: metadata, configuration: configuration, timeSource: timeSource ?? clock, sleep: sleep)
-    }
-
-    /// Opens the authorization URL, posts the sign-in form (or is sent straight back), returns the redirect URL.
-    func userAgent(_ url: URL) throws -> URL {
-        let target = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
-        var page = try browser.get(target)
-        if page.status == 200 {
-            page = try browser.post(
-                "/authorize", form: page.hiddenFields() + [("email", Self.email), ("password", Self.password)])
-        }
-        guard let location = page.location, let redirect = URL(string: location) else {
-            throw AuthError(.invalidResponse, "no redirect: \(page.status)")
-        }
-        return redirect
     }
 
     func signIn(_ provider: OIDCAuthProvider, _ options: AuthorizationOptions = AuthorizationOptions()) async throws
@@ -83,7 +45,7 @@ struct OIDCClientHarness {
         "RP-01 RP-26 RP-35 REV-01: discovery, code + PKCE through the real form, ID token, UserInfo, refresh, revocation"
     )
     func happyPath() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let pending = try await provider.authorizationRequest(AuthorizationOptions(loginHint: "alice@example.com"))
@@ -112,7 +74,7 @@ struct OIDCClientHarness {
 
     @Test("error redirects are typed errors carrying the provider's description; a foreign state is refused")
     func errorRedirects() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let pending = try await provider.authorizationRequest(AuthorizationOptions(prompt: "none"))
@@ -161,7 +123,7 @@ struct OIDCClientHarness {
 
     @Test("RP-02..RP-37: every RP test mode gets the conforming outcome", arguments: RPTestMode.allCases)
     func rpTestMode(_ mode: RPTestMode) async throws {
-        let oidc = try OIDCClientHarness { $0.rpTest = mode }
+        let oidc = try OIDCTestServer { $0.rpTest = mode }
         defer { oidc.stop() }
         let expected = try #require(Self.outcomes[mode])
         do {
@@ -185,7 +147,7 @@ struct OIDCClientHarness {
 
     @Test("DEV-01..DEV-06: the device flow polls with the interval, slows down, and yields tokens once approved")
     func deviceFlow() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let clock = oidc.clock
         let browser = oidc.browser
@@ -200,8 +162,8 @@ struct OIDCClientHarness {
             let confirmation = try browser.post(
                 "/device",
                 form: page.hiddenFields() + [
-                    ("user_code", code.value), ("email", OIDCClientHarness.email),
-                    ("password", OIDCClientHarness.password), ("action", "approve"),
+                    ("user_code", code.value), ("email", OIDCTestServer.email),
+                    ("password", OIDCTestServer.password), ("action", "approve"),
                 ])
             _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
         })
@@ -225,7 +187,7 @@ struct OIDCClientHarness {
 
     @Test("DEV-06: a denied device request ends the stream with a typed error")
     func deviceDenied() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let clock = oidc.clock
         let provider = try await oidc.provider(sleep: { clock.advance(by: $0) })
@@ -234,8 +196,8 @@ struct OIDCClientHarness {
         let confirmation = try oidc.browser.post(
             "/device",
             form: page.hiddenFields() + [
-                ("user_code", authorization.userCode), ("email", OIDCClientHarness.email),
-                ("password", OIDCClientHarness.password), ("action", "deny"),
+                ("user_code", authorization.userCode), ("email", OIDCTestServer.email),
+                ("password", OIDCTestServer.password), ("action", "deny"),
             ])
         _ = try oidc.browser.post("/device", form: confirmation.hiddenFields() + [("action", "deny")])
         do {
@@ -251,7 +213,7 @@ struct OIDCClientHarness {
         await #expect(throws: AuthError.self) {
             _ = try await OIDCProviderMetadata.discover(issuer: URL(string: "http://id.example.com")!)
         }
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         // The same server under another name for itself: its discovery names 127.0.0.1, not localhost.
         let other = URL(string: oidc.issuer.absoluteString.replacingOccurrences(of: "127.0.0.1", with: "localhost"))!
@@ -267,14 +229,14 @@ struct OIDCClientHarness {
 @Suite struct OIDCClientRuleTests {
     /// A device clock that is off by `offset` from the provider's.
     struct SkewedClock: TimeSource {
-        let base: TestClock
+        let base: ManualTimeSource
         let offset: TimeInterval
         var now: Date { base.now.addingTimeInterval(offset) }
     }
 
     @Test("OIDC-06: a device clock two hours fast: corrected from the token response's Date header, not without it")
     func wrongClock() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let skewed = SkewedClock(base: oidc.clock, offset: 7200)
         let provider = try await oidc.provider(timeSource: skewed)
@@ -295,7 +257,7 @@ struct OIDCClientHarness {
 
     @Test("OIDC-08: max_age requires a recent auth_time; an old browser session fails the check")
     func maxAge() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         _ = try await oidc.signIn(provider)
@@ -321,7 +283,7 @@ struct OIDCClientHarness {
 
     @Test("plain OAuth 2.0 endpoints configured by hand: PKCE, state, exchange and refresh, no ID token")
     func plainOAuth() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let base = oidc.issuer.absoluteString
         let metadata = OIDCProviderMetadata(
@@ -347,7 +309,7 @@ struct OIDCClientHarness {
 
     @Test("RFC 9207: an authorization response whose iss names another issuer is refused (mix-up)")
     func mixUp() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let provider = try await oidc.provider()
         let pending = try await provider.authorizationRequest()
@@ -366,7 +328,7 @@ struct OIDCClientHarness {
 
 /// A user agent that signs in on the dev server's real form (the test's stand-in for a browser).
 struct FormUserAgent: AuthorizationUserAgent {
-    let harness: OIDCClientHarness
+    let harness: OIDCTestServer
     func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
         try harness.userAgent(url)
     }
@@ -377,7 +339,7 @@ struct FormUserAgent: AuthorizationUserAgent {
         "the facade: sign in through an agent, a valid token that refreshes on expiry, UserInfo, an API client, sign out"
     )
     func facade() async throws {
-        let oidc = try OIDCClientHarness { $0.accessTokenTTL = 120 }
+        let oidc = try OIDCTestServer { $0.accessTokenTTL = 120 }
         defer { oidc.stop() }
         let store = InMemoryTokenStore()
         let provider = try await oidc.provider()
@@ -406,7 +368,7 @@ struct FormUserAgent: AuthorizationUserAgent {
 @Suite struct NoRefreshTokenTests {
     @Test("without a refresh token, a token inside the leeway is still used until it expires; then sign in again")
     func validUntilExpiry() async throws {
-        let oidc = try OIDCClientHarness { $0.accessTokenTTL = 100 }
+        let oidc = try OIDCTestServer { $0.accessTokenTTL = 100 }
         defer { oidc.stop() }
         let provider = try await oidc.provider(scopes: ["openid", "email"])
         let signIn = OIDCAuth(provider: provider, store: InMemoryTokenStore())

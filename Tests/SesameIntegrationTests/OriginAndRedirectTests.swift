@@ -167,3 +167,76 @@ import Testing
         #expect(elsewhere.requests.isEmpty)
     }
 }
+
+/// What an earlier security review found in AuthorizedClient's redirects and paths.
+extension OriginAndRedirectTests {
+    @Test("A foreign origin cannot redirect a request into the API to have it signed (307 keeps the body)")
+    func noCredentialsAfterForeignHop() async throws {
+        let foreignBase = LockedBox<URL?>(nil)
+        let api = try RecordingServer { request in
+            request.path == "/leave"
+                ? HTTPServerResponse(
+                    status: 302, headers: ["Location": (foreignBase.value?.absoluteString ?? "") + "/out"])
+                : .text(200, "\(request.method) \(request.path) auth=\(request.headers["Authorization"] ?? "none")")
+        }
+        defer { api.stop() }
+        let apiBase = api.base.absoluteString
+        let foreign = try RecordingServer { request in
+            HTTPServerResponse(
+                status: 307, headers: ["Location": apiBase + (request.path == "/out" ? "/me" : "/delete")])
+        }
+        defer { foreign.stop() }
+        foreignBase.value = foreign.base
+        let session = AuthSession(provider: ScriptedProvider(user: "u"), store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet.of("u", "0"))
+        let client = AuthorizedClient(session: session, baseURL: api.base)
+        let started = try await client.send(.post(foreign.base.absoluteString + "/webhook", body: Data("{}".utf8)))
+        #expect(String(decoding: started.body, as: UTF8.self) == "POST /delete auth=none")
+        // API → foreign → API: once the request left the credential origins it stays without credentials.
+        let bounced = try await client.send(.get("/leave"))
+        #expect(String(decoding: bounced.body, as: UTF8.self) == "GET /me auth=none")
+        #expect(String(decoding: try await client.send(.get("/me")).body, as: UTF8.self) == "GET /me auth=Bearer u-a0")
+    }
+
+    @Test("Custom headers do not cross origins on a redirect; userinfo in Location is dropped; HTTP:// is followed")
+    func crossOriginHeaderAllowList() async throws {
+        let elsewhere = try RecordingServer { _ in .text(200, "elsewhere") }
+        defer { elsewhere.stop() }
+        let port = elsewhere.port
+        let api = try RecordingServer { request in
+            switch request.path {
+            case "/custom": return HTTPServerResponse(status: 302, headers: ["Location": "HTTP://127.0.0.1:\(port)/c"])
+            case "/userinfo":
+                return HTTPServerResponse(status: 302, headers: ["Location": "http://attacker:pw@127.0.0.1:\(port)/u"])
+            default: return .text(404, "")
+            }
+        }
+        defer { api.stop() }
+        let session = AuthSession(provider: ScriptedProvider(user: "u"), store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet.of("u", "0"))
+        let client = AuthorizedClient(session: session, baseURL: api.base)
+        var custom = AuthorizedClient.Endpoint.get("/custom")
+        custom.headers["X-Api-Key"] = "SECRET-KEY"
+        custom.headers["Accept-Language"] = "de"
+        #expect(try await client.send(custom).status == 200)
+        #expect(try await client.send(.get("/userinfo")).status == 200)
+        let received = elsewhere.requests
+        #expect(received.count == 2)
+        #expect(received.allSatisfy { $0.headers["X-Api-Key"] == nil && $0.headers["Authorization"] == nil })
+        #expect(received.first?.headers["Accept-Language"] == "de")
+    }
+
+    @Test("Endpoint paths stay under the base path; a ?query in the path is a query; '..' is refused")
+    func endpointPaths() async throws {
+        let server = try RecordingServer { request in .text(200, request.target) }
+        defer { server.stop() }
+        let session = AuthSession(provider: ScriptedProvider(user: "u"), store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet.of("u", "0"))
+        let client = AuthorizedClient(session: session, baseURL: server.base.appendingPathComponent("v1/tenant/"))
+        #expect(try await client.send(.get("me?x=1&y=%20")).body == Data("/v1/tenant/me?x=1&y=%20".utf8))
+        for path in ["../../admin", "a/../../admin", "%2e%2e/admin"] {
+            await #expect(throws: AuthError.self, "\(path)") { try await client.send(.get(path)) }
+        }
+        #expect(server.requests.count == 1)
+    }
+}

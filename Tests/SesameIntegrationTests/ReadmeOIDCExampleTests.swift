@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDevServer
 import SesameJOSE
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 @Suite struct ReadmeOIDCExampleTests {
     @Test("README: signing in with OpenID Connect")
     func readmeExample() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let store = InMemoryTokenStore()
         let agent = FormUserAgent(harness: oidc)
@@ -36,7 +37,7 @@ import Testing
 
     @Test("README: DPoP with a key store")
     func readmeDPoPExample() async throws {
-        let oidc = try OIDCClientHarness()
+        let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let keychain = InMemoryKeychain()
         let issuer = oidc.issuer.absoluteString

@@ -118,3 +118,16 @@ import Testing
         #expect(TokenSet.expiry(expiresIn: nil, accessToken: "opaque", receivedAt: receivedAt) == nil)
     }
 }
+
+/// What an earlier security review found in the REST contract's expiry.
+extension RefreshOutcomeTests {
+    @Test(
+        "Absurd expires_in values are an unknown expiry, never a trap",
+        arguments: ["1e300", "9223372036854775807", "1.7976931348623157e308", "315360001"])
+    func hostileExpiry(value: String) throws {
+        let json = try JOSEValue.parse(Data(#"{"accessToken":"a","refreshToken":"r","expiresIn":\#(value)}"#.utf8))
+        let tokens = try #require(RESTAuthProvider.parseAuthResponse(json, receivedAt: Date()))
+        #expect(tokens.expiresAt == nil)
+        _ = try JSONEncoder().encode(tokens)
+    }
+}

@@ -93,44 +93,12 @@ import Testing
     }
 }
 
-/// A store whose operations fail while told to, for the "never signed out by a store fault" promise.
-actor FlakyStore: TokenStore {
-    enum Operation: Hashable { case load, save, delete }
-    private let inner = InMemoryTokenStore()
-    private var failing: Set<Operation> = []
-    private(set) var calls: [Operation] = []
-
-    func fail(_ operations: Set<Operation>) { failing = operations }
-    func heal() { failing = [] }
-
-    func load(profile: String) async throws -> TokenSet? {
-        calls.append(.load)
-        if failing.contains(.load) { throw AuthError(.storeUnavailable, "injected load failure") }
-        return try await inner.load(profile: profile)
-    }
-
-    func save(_ tokens: TokenSet, profile: String) async throws {
-        calls.append(.save)
-        if failing.contains(.save) { throw AuthError(.storeUnavailable, "injected save failure") }
-        try await inner.save(tokens, profile: profile)
-    }
-
-    func delete(profile: String) async throws {
-        calls.append(.delete)
-        if failing.contains(.delete) { throw AuthError(.storeUnavailable, "injected delete failure") }
-        try await inner.delete(profile: profile)
-    }
-
-    /// What the store holds, whatever it is failing.
-    func peek() async -> TokenSet? { try? await inner.load(profile: "default") }
-}
-
 @Suite struct StoreFaultTests {
     struct Setup {
         let server: DevServer
         let provider: RESTAuthProvider
         let clock = ManualTimeSource(Date())
-        let store = FlakyStore()
+        let store = FailingTokenStore()
         let admin: HTTPTestClient
 
         init() throws {

@@ -139,3 +139,41 @@ import Testing
         }
     }
 }
+
+/// What an earlier security review found in the transports.
+extension TransportTests {
+    @Test(
+        "Transports refuse a method that is not an HTTP token (no request-line smuggling)",
+        arguments: ["curl", "urlsession"])
+    func methodInjection(transport: String) async throws {
+        let server = try RecordingServer { _ in .text(200, "ok") }
+        defer { server.stop() }
+        let sender: any HTTPTransport = transport == "curl" ? SesameHTTP.platformTransport : URLSessionTransport()
+        for method in ["GET /smuggled HTTP/1.1\r\nX-Injected: yes\r\nX-Pad:", "GET X", "", "G\u{0}T"] {
+            await #expect(throws: AuthError.self) {
+                try await sender.send(
+                    SesameHTTP.Request(method: method, url: server.base.appendingPathComponent("real")))
+            }
+        }
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test("URLSessionTransport keeps no cookies; headers print and dump without values")
+    func cookiesAndHeaderRedaction() async throws {
+        let server = try RecordingServer { request in
+            request.path == "/set"
+                ? HTTPServerResponse(status: 200, headers: ["Set-Cookie": "sid=SECRET-COOKIE; Path=/"])
+                : .text(200, "cookie:" + (request.headers["Cookie"] ?? "none"))
+        }
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+        _ = try await transport.send(SesameHTTP.Request(method: "GET", url: server.base.appendingPathComponent("set")))
+        let echoed = try await transport.send(
+            SesameHTTP.Request(method: "GET", url: server.base.appendingPathComponent("echo")))
+        #expect(String(decoding: echoed.body, as: UTF8.self) == "cookie:none")
+        let headers: SesameHTTP.Headers = ["Authorization": "Bearer SECRET"]
+        var dumped = ""
+        dump(headers, to: &dumped)
+        #expect(!dumped.contains("SECRET") && !"\(headers)".contains("SECRET"))
+    }
+}

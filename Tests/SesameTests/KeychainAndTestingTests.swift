@@ -138,3 +138,50 @@ import Testing
         #expect(!nonce.description.contains(nonce.raw))
     }
 }
+
+@Suite struct TestDoubleTests {
+    @Test("ScriptedProvider: scripted outcomes first, then rotation; every call recorded; sign-out can fail")
+    func scriptedProvider() async throws {
+        let provider = ScriptedProvider(user: "alice")
+        let session = AuthSession(provider: provider, store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet(accessToken: "a-0", refreshToken: "r-0"))
+        #expect(try await session.forceRefresh().accessToken == "alice-a1")
+        await provider.enqueue(.failure(AuthError(.transport, "offline")))
+        await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
+        #expect(await session.status == .signedIn, "a transient failure keeps the session")
+        await provider.enqueue(.failure(AuthError(.refreshRejected, "dead")))
+        await #expect(throws: AuthError.self) { _ = try await session.forceRefresh() }
+        #expect(await session.status == .signedOut(reason: .sessionExpired))
+        #expect(await provider.refreshes == 3)
+        #expect(await provider.refreshed.map(\.refreshToken) == ["r-0", "alice-r1", "alice-r1"])
+        try await session.signIn(with: TokenSet(accessToken: "b", refreshToken: "rb"))
+        await provider.failSignOut(with: AuthError(.transport, "offline"))
+        let result = await session.signOut()
+        guard case .failed = result.revocation else {
+            Issue.record("the failed revocation was not reported")
+            return
+        }
+        #expect(await provider.signedOut.map(\.accessToken) == ["b"] && result.credentialsRemoved)
+    }
+
+    @Test("FailingTokenStore: a locked store at launch is unavailable, never signed out; healed, the session is there")
+    func failingStore() async throws {
+        let store = FailingTokenStore()
+        try await store.save(TokenSet(accessToken: "a", refreshToken: "r"), profile: "default")
+        await store.fail([.load])
+        let session = AuthSession(provider: ScriptedProvider(), store: store)
+        do {
+            _ = try await session.validTokens()
+            Issue.record("a locked store answered")
+        } catch let error as AuthError {
+            #expect(error.code == .storeUnavailable && error.isTransient)
+        }
+        #expect(await session.status == .loading)
+        await store.heal()
+        #expect(try await session.validTokens().accessToken == "a")
+        #expect(await store.calls == [.save, .load, .load])
+        await store.fail([.delete], with: .storeCorrupt)
+        #expect(await session.signOut(revoke: false).credentialsRemoved == false)
+        #expect(await store.peek()?.accessToken == "a", "nothing lost")
+    }
+}

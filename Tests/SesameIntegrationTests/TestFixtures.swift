@@ -1,3 +1,4 @@
+import Foundation
 import Sesame
 import Testing
 
@@ -13,5 +14,14 @@ func expectAuthError<T>(
         #expect(error.code == code, "\(what): \(error)", sourceLocation: sourceLocation)
     } catch {
         Issue.record("\(what): \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+extension TokenSet {
+    /// Credentials of user `id` that never expire: `ID-aSUFFIX` / `ID-rSUFFIX`.
+    static func of(_ id: String, _ suffix: String) -> TokenSet {
+        TokenSet(
+            accessToken: "\(id)-a\(suffix)", refreshToken: "\(id)-r\(suffix)", expiresAt: .distantFuture,
+            user: .init(id: id))
     }
 }
