@@ -46,6 +46,7 @@ struct AuthenticatedExchange {
     /// - Throws: the session's errors (not signed in, session expired, transient) and the authenticator's.
     mutating func prepare() async throws -> SesameHTTP.Request {
         var tokens: TokenSet?
+        var bearerValue: String?
         if authenticator.usesSessionCredentials {
             switch credentials {
             case .none: break
@@ -55,6 +56,9 @@ struct AuthenticatedExchange {
                 if let rejected = rejectedGeneration {
                     current = try await session.credentials(after: rejected)
                     rejectedGeneration = nil
+                } else if let fresh = session.freshCredentials() {
+                    current = (fresh.tokens, fresh.generation)
+                    bearerValue = fresh.bearerValue
                 } else {
                     current = try await session.credentials()
                 }
@@ -62,8 +66,9 @@ struct AuthenticatedExchange {
                 generation = current.generation
             }
         }
-        return try await authenticator.authenticate(
-            request, context: AuthenticationContext(tokens: tokens, nonce: nonce))
+        var context = AuthenticationContext(tokens: tokens, nonce: nonce)
+        context.bearerValue = bearerValue
+        return try await authenticator.authenticate(request, context: context)
     }
 
     /// Reads `response` (to `outgoing`, as ``prepare()`` made it).

@@ -28,6 +28,8 @@ public struct AuthenticationContext: Sendable {
     public var tokens: TokenSet?
     /// A nonce the server asked for in its previous answer (DPoP's `DPoP-Nonce`), when there is one.
     public var nonce: String?
+    /// `Bearer <tokens.accessToken>`, when the session made it already (once per credentials, not per request).
+    package var bearerValue: String?
 
     /// Creates a context.
     public init(tokens: TokenSet? = nil, nonce: String? = nil) {
@@ -67,14 +69,19 @@ public struct BearerAuthenticator: Authenticator {
     {
         guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
         // A DPoP-bound token is never sent as Bearer (it would not work, and it would drop the proof).
-        guard tokens.tokenType.lowercased() != "dpop", tokens.dpopKeyThumbprint == nil else {
+        guard !SesameHTTP.Headers.same(tokens.tokenType, "dpop"), tokens.dpopKeyThumbprint == nil else {
             throw AuthError(
                 .dpopKeyMismatch,
                 "the session holds DPoP-bound tokens and no DPoP key is in use: send with Authorization.dpop(_:), "
                     + "or sign in again")
         }
         var request = request
-        request.headers["Authorization"] = "Bearer \(tokens.accessToken)"
+        let value = context.bearerValue ?? "Bearer " + tokens.accessToken
+        if request.headers.contains("Authorization") {
+            request.headers["Authorization"] = value
+        } else {
+            request.headers.add("Authorization", value)
+        }
         return request
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+internal import SesameJOSE
 
 /// Calls an API with the session's credentials attached — only to the origins they belong to.
 ///
@@ -167,6 +168,10 @@ public struct AuthorizedClient: Sendable {
     public let dpop: DPoPAuthenticator?
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
+    /// `baseURL` as text without a trailing slash, for joining plain paths (nil when it has a query or fragment).
+    private let baseText: String?
+    /// The URLs of the plain paths called lately (an app calls the same few endpoints again and again).
+    private let resolvedPaths = ResolvedPaths()
     private static let maximumRedirects = 10
     private static let crossOriginHeaders: Set<String> = [
         "accept", "accept-encoding", "accept-language", "content-type", "user-agent", "cache-control",
@@ -199,6 +204,10 @@ public struct AuthorizedClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.transport = transport
         self.decoder = decoder
+        let text = baseURL.absoluteString
+        baseText =
+            baseURL.query == nil && baseURL.fragment == nil
+            ? (text.hasSuffix("/") ? String(text.dropLast()) : text) : nil
     }
 
     /// Sends the request and returns the response without decoding it (for 204s and empty bodies).
@@ -207,7 +216,8 @@ public struct AuthorizedClient: Sendable {
     ///   ``AuthError/Code/redirectRefused`` errors) or `CancellationError`. Non-2xx statuses other than a
     ///   persistent rejection are returned, not thrown.
     public func send(_ endpoint: Endpoint) async throws -> SesameHTTP.Response {
-        try await send(try request(for: endpoint), authorization: endpoint.authorization)
+        let (request, underBase) = try request(for: endpoint)
+        return try await send(request, authorization: endpoint.authorization, underBase: underBase)
     }
 
     /// Sends an already built request with `authorization` applied where its origin allows.
@@ -216,33 +226,33 @@ public struct AuthorizedClient: Sendable {
     public func send(_ request: SesameHTTP.Request, authorization: Authorization = .session) async throws
         -> SesameHTTP.Response
     {
+        try await send(request, authorization: authorization, underBase: false)
+    }
+
+    /// The exchange across its redirects; `underBase`: the request was built from a path under the base URL, so
+    /// its origin is the base URL's (one parse of the URL fewer on every call).
+    ///
+    /// Credentials are applied only while the request stays within the credential origins: one that starts outside
+    /// them, or leaves them through a redirect, never gets them again (a foreign origin cannot redirect a request
+    /// into the API to have it signed).
+    private func send(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
+        -> SesameHTTP.Response
+    {
         let authenticator =
             authorization.usesSessionScheme
             ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
         var exchange = authenticator.map {
             AuthenticatedExchange(request, authenticator: $0, credentials: .session(session))
         }
-        return try await followingRedirects(request, exchange: &exchange)
-    }
-
-    /// The exchange across its redirects.
-    ///
-    /// Credentials are applied only while the request stays within the credential origins: one that starts outside
-    /// them, or leaves them through a redirect, never gets them again (a foreign origin cannot redirect a request
-    /// into the API to have it signed).
-    private func followingRedirects(_ request: SesameHTTP.Request, exchange: inout AuthenticatedExchange?)
-        async throws -> SesameHTTP.Response
-    {
         var current = request
         var redirects = 0
-        var mayCarryCredentials = mayReceiveCredentials(request.url)
+        var mayCarryCredentials = underBase || mayReceiveCredentials(request.url)
         while true {
             let credentialed = exchange != nil && mayCarryCredentials
             var outgoing = current
-            if credentialed, var active = exchange {
-                active.request = current
-                outgoing = try await active.prepare()
-                exchange = active
+            if credentialed {
+                exchange?.request = current
+                outgoing = try await exchange?.prepare() ?? current
             }
             let response = try await transport.send(outgoing)
             if let next = try redirect(current, redirects: redirects, response) {
@@ -253,9 +263,7 @@ public struct AuthorizedClient: Sendable {
                 if !mayReceiveCredentials(next.url) { mayCarryCredentials = false }
                 continue
             }
-            guard credentialed, var active = exchange else { return response }
-            let step = try active.step(after: response, to: outgoing)
-            exchange = active
+            guard credentialed, let step = try exchange?.step(after: response, to: outgoing) else { return response }
             if step == .finished { return response }
         }
     }
@@ -292,7 +300,7 @@ public struct AuthorizedClient: Sendable {
     private func redirect(_ request: SesameHTTP.Request, redirects: Int, _ response: SesameHTTP.Response) throws
         -> SesameHTTP.Request?
     {
-        guard [301, 302, 303, 307, 308].contains(response.status), redirectPolicy != .never,
+        guard Self.isRedirect(response.status), redirectPolicy != .never,
             let location = response.header("Location"),
             let resolved = URL(string: location, relativeTo: request.url)?.absoluteURL,
             var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
@@ -331,24 +339,60 @@ public struct AuthorizedClient: Sendable {
         return next
     }
 
-    private func request(for endpoint: Endpoint) throws -> SesameHTTP.Request {
-        let resolved: URL?
-        let lowered = endpoint.path.lowercased()
-        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-            resolved = URL(string: endpoint.path)
-        } else {
-            resolved = try SesameHTTP.url(path: endpoint.path, under: baseURL)
+    /// Whether `text` starts with the lower-case ASCII `prefix`, in any case.
+    private static func hasPrefix(_ text: String, _ prefix: StaticString) -> Bool {
+        let bytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        var iterator = text.utf8.makeIterator()
+        for expected in bytes {
+            guard let byte = iterator.next(), byte | (0x41...0x5A ~= byte ? 0x20 : 0) == expected else { return false }
         }
-        guard let resolved, var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true) else {
-            throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")
+        return true
+    }
+
+    private static func isRedirect(_ status: Int) -> Bool {
+        switch status {
+        case 301, 302, 303, 307, 308: true
+        default: false
         }
-        if !endpoint.query.isEmpty { components.queryItems = (components.queryItems ?? []) + endpoint.query }
-        guard let url = components.url else {
-            throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)")
+    }
+
+    /// The request for `endpoint`, and whether it is under the base URL (a path, not an absolute URL).
+    private func request(for endpoint: Endpoint) throws -> (SesameHTTP.Request, underBase: Bool) {
+        let absolute = Self.hasPrefix(endpoint.path, "http://") || Self.hasPrefix(endpoint.path, "https://")
+        var url =
+            absolute
+            ? URL(string: endpoint.path)
+            : try resolvedPaths.url(endpoint.path) {
+                try SesameHTTP.url(path: endpoint.path, under: baseURL, baseText: baseText)
+            }
+        if !endpoint.query.isEmpty, let resolved = url,
+            var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true)
+        {
+            components.queryItems = (components.queryItems ?? []) + endpoint.query
+            url = components.url
         }
-        var headers = endpoint.headers
-        if !headers.contains("Accept") { headers["Accept"] = "application/json" }
-        return SesameHTTP.Request(
+        guard let url else { throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)") }
+        var headers: SesameHTTP.Headers =
+            endpoint.headers.fields.isEmpty ? ["Accept": "application/json"] : endpoint.headers
+        if !headers.contains("Accept") { headers.add("Accept", "application/json") }
+        let request = SesameHTTP.Request(
             method: endpoint.method, url: url, headers: headers, body: endpoint.body, timeout: endpoint.timeout)
+        return (request, !absolute)
+    }
+}
+
+/// URLs already resolved for paths under one base URL: at most 64, forgotten all at once beyond that.
+private final class ResolvedPaths: Sendable {
+    private let table = LockedValue<[String: URL]>([:])
+
+    /// The URL for `path`, resolved by `resolve` the first time.
+    func url(_ path: String, _ resolve: () throws -> URL?) rethrows -> URL? {
+        if let known = table.withLock({ $0[path] }) { return known }
+        guard let url = try resolve() else { return nil }
+        table.withLock { table in
+            if table.count >= 64 { table.removeAll() }
+            table[path] = url
+        }
+        return url
     }
 }

@@ -80,10 +80,12 @@ public enum SesameHTTP {
         /// A mirror with the names only, for `dump()`.
         public var customMirror: Mirror { Mirror(self, children: ["names": fields.map(\.name)], displayStyle: .struct) }
 
-        /// ASCII case-insensitive name comparison.
+        /// ASCII case-insensitive name comparison (only letters fold: `^` is not `~`).
         static func same(_ lhs: String, _ rhs: String) -> Bool {
-            lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+            lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { folded($0) == folded($1) }
         }
+
+        private static func folded(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
     }
 
     /// A request as the transport seam sees it: plain values, easy to script in tests.
@@ -249,6 +251,21 @@ extension SesameHTTP {
     /// - Throws: ``AuthError`` with ``AuthError/Code/configuration`` for `..` segments (a path stays under the base
     ///   URL's path).
     package static func url(path text: String, under base: URL) throws -> URL? {
+        try url(path: text, under: base, baseText: nil)
+    }
+
+    /// As ``url(path:under:)``; `baseText` is `base.absoluteString` without a trailing slash, when the caller keeps
+    /// it: then a plain path (letters, digits, `/ - _ ~`) is joined as text, the cheapest way to a URL.
+    package static func url(path text: String, under base: URL, baseText: String?) throws -> URL? {
+        if let baseText, !text.isEmpty, text.utf8.allSatisfy(isPlainPathByte) {
+            let joined = text.utf8.first == UInt8(ascii: "/") ? baseText + text : baseText + "/" + text
+            if let url = URL(string: joined) { return url }
+        }
+        // The common case — no query, no escapes, no dot segments — without a trip through URLComponents.
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: ".") })
+        {
+            return base.appendingPathComponent(text)
+        }
         let parts = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         guard !path.split(separator: "/").contains(where: { $0 == ".." || $0.lowercased() == "%2e%2e" }) else {
@@ -257,6 +274,13 @@ extension SesameHTTP {
         var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: true)
         if parts.count == 2 { components?.percentEncodedQuery = String(parts[1]) }
         return components?.url
+    }
+
+    /// Letters, digits and `/ - _ ~`: path bytes that need no escaping and make no dot segment, query or fragment.
+    private static func isPlainPathByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            || byte == UInt8(ascii: "~")
     }
 
     /// The platform's transport.

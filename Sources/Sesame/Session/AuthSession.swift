@@ -83,8 +83,16 @@ public actor AuthSession {
     let timeSource: any TimeSource
     let leeway: TimeInterval
     let broadcaster = EventBroadcaster()
-    /// The state and its rules.
-    var machine: SessionMachine
+    /// The state and its rules; every change is mirrored into ``snapshot``.
+    var machine: SessionMachine {
+        didSet {
+            let current = machine.snapshot
+            snapshot.withLock { $0 = current }
+        }
+    }
+    /// The credentials in hand while no refresh runs, readable without the actor: a caller whose credentials need
+    /// nothing gets them without a hop onto the actor (the common case of every API call).
+    private nonisolated let snapshot = LockedValue<SessionMachine.Snapshot?>(nil)
     /// The running refresh while ``SessionMachine/Phase/refreshing``.
     var refreshTask: Task<TokenSet, any Error>?
     private var operationBusy = false
@@ -289,6 +297,21 @@ public actor AuthSession {
     /// Credentials and their generation, refreshed if they expire within the leeway.
     package func credentials(minimumValidity: TimeInterval? = nil) async throws -> (tokens: TokenSet, generation: Int) {
         try await ensureLoaded()
+        return try await decidedCredentials(minimumValidity)
+    }
+
+    /// Credentials that need nothing now (loaded, not expiring within the leeway, no pending save), read without a
+    /// hop onto the actor; nil when anything is needed — then call ``credentials(minimumValidity:)``.
+    package nonisolated func freshCredentials() -> (tokens: TokenSet, generation: Int, bearerValue: String)? {
+        guard let current = snapshot.withLock({ $0 }),
+            case .use(let tokens, let generation) = current.decide(wanted: leeway, now: timeSource.now)
+        else { return nil }
+        return (tokens, generation, current.bearerValue)
+    }
+
+    private func decidedCredentials(_ minimumValidity: TimeInterval?) async throws
+        -> (tokens: TokenSet, generation: Int)
+    {
         switch machine.decide(wanted: minimumValidity ?? leeway, now: timeSource.now) {
         case .notSignedIn: throw AuthError(.notSignedIn, "no one is signed in")
         case .use(let tokens, let generation): return (tokens, generation)

@@ -29,6 +29,7 @@ struct SessionMachine {
         case signedOut(AuthEvent.SignOutReason?)
         case active(TokenSet)
         case refreshing(TokenSet)
+
     }
 
     /// Why a refresh runs.
@@ -196,13 +197,50 @@ struct SessionMachine {
         case .loading, .signedOut: return .notSignedIn
         case .refreshing: return .refresh(.expiring(wanted))
         case .active(let tokens):
-            // Without a refresh token an early refresh is impossible: a token still valid is used until it expires.
-            let stillValid = tokens.expiresAt.map { $0 > now } ?? true
-            if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || !stillValid {
-                return .refresh(.expiring(wanted))
-            }
-            if pendingSave != nil { return .refresh(.persist) }
-            return .use(tokens, generation: generation)
+            return Self.decide(
+                tokens, generation: generation, pendingSave: pendingSave != nil, wanted: wanted, now: now)
+        }
+    }
+
+    /// The rule for credentials in hand (``Phase/active``): use them, or refresh first.
+    static func decide(_ tokens: TokenSet, generation: Int, pendingSave: Bool, wanted: TimeInterval, now: Date)
+        -> Decision
+    {
+        // Without a refresh token an early refresh is impossible: a token still valid is used until it expires.
+        let stillValid = tokens.expiresAt.map { $0 > now } ?? true
+        if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || !stillValid {
+            return .refresh(.expiring(wanted))
+        }
+        if pendingSave { return .refresh(.persist) }
+        return .use(tokens, generation: generation)
+    }
+
+    /// What a caller may read without the actor: the credentials in hand while no refresh runs.
+    var snapshot: Snapshot? {
+        guard case .active(let tokens) = phase else { return nil }
+        return Snapshot(
+            tokens: tokens, generation: generation, pendingSave: pendingSave != nil,
+            bearerValue: "Bearer " + tokens.accessToken)
+    }
+
+    /// The part of the state ``decide(wanted:now:)`` needs while ``Phase/active`` (a class: reading it is one
+    /// retain, not a copy of the credentials).
+    final class Snapshot: Sendable {
+        let tokens: TokenSet
+        let generation: Int
+        let pendingSave: Bool
+        /// `Bearer <access token>`, made once per credentials rather than once per request.
+        let bearerValue: String
+
+        init(tokens: TokenSet, generation: Int, pendingSave: Bool, bearerValue: String) {
+            self.tokens = tokens
+            self.generation = generation
+            self.pendingSave = pendingSave
+            self.bearerValue = bearerValue
+        }
+
+        func decide(wanted: TimeInterval, now: Date) -> Decision {
+            SessionMachine.decide(tokens, generation: generation, pendingSave: pendingSave, wanted: wanted, now: now)
         }
     }
 
