@@ -62,4 +62,28 @@ import Testing
         #expect(try await api.send(.get("/userinfo")).status == 200)
         #expect(try await mine.send(.get("/userinfo")).status == 200)
     }
+
+    @Test("README: a desktop or CLI app (LoopbackUserAgent, FileTokenStore, FileDPoPKeyStore, restore)")
+    func readmeDesktopExample() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let issuer = oidc.issuer
+        let scratch = ScratchFolder()
+        struct Profile: Decodable { let sub: String }
+        // The README's lines, but the folder is a scratch one and the browser is a form-posting stand-in.
+        let folder = scratch.url
+        let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))  // http://127.0.0.1:PORT/callback
+        let auth = try await OIDCAuth.configure(
+            issuer: issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI,
+            store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder))
+        try await auth.signIn(with: agent)
+        let kept = try JSONEncoder().encode(auth.provider.metadata)  // keep it with your settings
+        // A later launch, offline or not:
+        let again = try await OIDCAuth.restore(
+            metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "sesame-cli",
+            redirectURI: agent.redirectURI, store: try FileTokenStore(directory: folder),
+            dpopKeys: try FileDPoPKeyStore(directory: folder))
+        let profile = try await again.userInfo(as: Profile.self)  // your Decodable; sub checked, refreshed if rejected
+        #expect(!profile.sub.isEmpty && again.provider.dpopSigner != nil)
+    }
 }
