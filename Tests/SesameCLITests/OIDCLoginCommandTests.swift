@@ -122,7 +122,7 @@ import Testing
         #expect(refreshed.status == 0 && refreshed.stdout != token.stdout)
         let foreign = try CLIRunner.run(["request", "http://127.0.0.2:9/x"], environment: environment)
         #expect(foreign.status == 2)
-        let logout = try CLIRunner.run(["logout", "--end-session"], environment: environment)
+        let logout = try CLIRunner.run(["logout", "--end-session", "--no-browser"], environment: environment)
         #expect(
             logout.status == 0 && logout.stdout.contains("/end-session?") && logout.stdout.contains("client_id="))
         #expect(!logout.stdout.contains("id_token_hint=") && !logout.stdout.contains("eyJ"), "no ID token printed")

@@ -114,6 +114,17 @@ final class ScratchFolder {
         }
     }
 
+    /// An opener that follows `url` as a browser would, up to the redirect to the agent, and delivers it there.
+    static func browser(_ oidc: OIDCTestServer) -> LoopbackUserAgent.Opener {
+        .custom { url in
+            let target = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
+            let page = try oidc.browser.get(target)
+            guard let location = page.location, let redirect = URL(string: location) else { return }
+            let back = (redirect.path.isEmpty ? "/" : redirect.path) + (redirect.query.map { "?" + $0 } ?? "")
+            _ = try TestBrowser(port: redirect.port ?? 0).get(back)
+        }
+    }
+
     @Test("RFC 8252 §7.3: the listener binds first, its redirect URI configures the facade, the real form signs in")
     func signInThroughTheLoopback() async throws {
         let oidc = try OIDCTestServer()

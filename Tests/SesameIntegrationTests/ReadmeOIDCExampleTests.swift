@@ -70,20 +70,28 @@ import Testing
         let issuer = oidc.issuer
         let scratch = ScratchFolder()
         struct Profile: Decodable { let sub: String }
-        // The README's lines, but the folder is a scratch one and the browser is a form-posting stand-in.
+        // The README's lines, but the folder is a scratch one, the browser a form-posting stand-in, and the clock the
+        // test's.
         let folder = scratch.url
         let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))  // http://127.0.0.1:PORT/callback
         let auth = try await OIDCAuth.configure(
             issuer: issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI,
-            store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder))
+            store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder),
+            timeSource: oidc.clock)  // the server's clock is the test's: the proofs' iat must agree with it
         try await auth.signIn(with: agent)
         let kept = try JSONEncoder().encode(auth.provider.metadata)  // keep it with your settings
         // A later launch, offline or not:
         let again = try await OIDCAuth.restore(
             metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "sesame-cli",
             redirectURI: agent.redirectURI, store: try FileTokenStore(directory: folder),
-            dpopKeys: try FileDPoPKeyStore(directory: folder))
+            dpopKeys: try FileDPoPKeyStore(directory: folder), timeSource: oidc.clock)
         let profile = try await again.userInfo(as: Profile.self)  // your Decodable; sub checked, refreshed if rejected
         #expect(!profile.sub.isEmpty && again.provider.dpopSigner != nil)
+        let logout = try LoopbackUserAgent(timeout: 30, open: DesktopSignInTests.browser(oidc))
+        let started = ContinuousClock.now
+        let result = await again.signOut(endSession: logout)  // one agent per sign-in or sign-out
+        if case .confirmed = result.revocation {} else { Issue.record("the revocation was not confirmed") }
+        #expect(ContinuousClock.now - started < .seconds(20), "the provider sent the browser back: no timeout")
+        #expect(try await oidc.counters()["requests"]?["GET /end-session"] == 1)
     }
 }

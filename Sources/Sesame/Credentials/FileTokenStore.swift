@@ -11,7 +11,8 @@ public import Foundation
 /// Credentials in files: one JSON file per profile, mode 0600, in a directory of mode 0700.
 ///
 /// Writes go to a temporary file that is flushed (`fsync`) and renamed over the old one, so a crash never leaves
-/// a half-written file. The directory must belong to the current user and be writable by no one else, and the
+/// a half-written file. The directory is created 0700; an existing one is used as it is, provided it belongs to the
+/// current user and no one else can write to it (others may then see the file names, never read them); the
 /// credentials file is never read through a symbolic link: both are refused with a typed error. An unreadable
 /// file is renamed aside (`PROFILE.json.corrupt-TIMESTAMP`) and reported as ``AuthError/Code/storeCorrupt`` with
 /// that path: never silently deleted. ``withExclusiveAccess(profile:_:)`` holds a ``ProfileLock`` on

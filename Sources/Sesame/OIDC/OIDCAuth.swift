@@ -3,8 +3,8 @@ public import SesameJOSE
 
 /// What shows the provider's sign-in page and brings back the redirect: `ASWebAuthenticationSession` in
 /// `SesameApple` (`WebAuthenticationSessionAgent`), the system browser and a loopback listener for desktop and
-/// command-line apps (``LoopbackUserAgent``, which `sesame login` uses), or a test's form-posting agent
-/// (`SesameTesting`).
+/// command-line apps (``LoopbackUserAgent``, which `sesame login` uses), or a test's agent that posts the provider's
+/// sign-in form.
 public protocol AuthorizationUserAgent: Sendable {
     /// Opens `url` and returns the URL the provider redirected to (at `redirectURI`), or throws ``AuthError`` with
     /// ``AuthError/Code/cancelled`` when the user gave up.
@@ -205,13 +205,17 @@ public final class OIDCAuth: Sendable {
     /// Signs out: the tokens are revoked at the provider (reported in the result) and deleted here.
     ///
     /// With an `endSession` agent, the provider's logout page is opened first (RP-initiated logout) to end the browser
-    /// session too; its outcome does not stop the local sign-out.
+    /// session too; its outcome does not stop the local sign-out. A ``LoopbackUserAgent`` serves one sign-in or one
+    /// sign-out — make a new one for this — and is its own post-logout redirect URI unless you give another (the
+    /// provider sends the browser back to it, so the call returns at once).
     public func signOut(endSession agent: (any AuthorizationUserAgent)? = nil, postLogoutRedirectURI: String? = nil)
         async -> AuthSession.SignOutResult
     {
         if let agent, let tokens = try? await session.currentTokens {
             let state = PendingAuthorization.randomSecret()
-            // The post-logout URI only when given: it must be registered for logout, which the sign-in one may not be.
+            // The post-logout URI only when given (it must be registered for logout, which the sign-in one may not
+            // be), or the loopback agent's own: a loopback redirect matches on any port (RFC 8252 §7.3).
+            let postLogoutRedirectURI = postLogoutRedirectURI ?? (agent as? LoopbackUserAgent)?.redirectURI
             if let url = provider.endSessionURL(for: tokens, postLogoutRedirectURI: postLogoutRedirectURI, state: state)
             {
                 _ = try? await agent.authorize(

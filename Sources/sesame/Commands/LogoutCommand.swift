@@ -7,26 +7,29 @@ struct LogoutCommand: SesameCommand {
     static let noRevoke = OptionSpec("--no-revoke", "only delete the local credentials")
     static let endSession = OptionSpec(
         "--end-session", "OpenID Connect: also print (and open) the provider's logout URL")
+    static let noBrowser = OptionSpec("--no-browser", "with --end-session: only print the URL, do not open a browser")
     static let spec = CommandSpec(
         words: ["logout"], summary: "end the session on the server and delete local credentials", arguments: nil,
         discussion: """
             Tells the server (even when the access token has expired: the refresh token is revoked), then deletes
-            the local credentials and the profile whatever the server said; a warning says when the server did not
+            the local credentials, the profile and its DPoP key whatever the server said; a warning says when the server did not
             confirm. Signing out when nobody is signed in succeeds (exit 0). A profile whose files are corrupt is
             cleared too.
             """,
-        options: [noRevoke, endSession] + GlobalOptions.session,
+        options: [noRevoke, endSession, noBrowser] + GlobalOptions.session,
         examples: ["sesame logout", "sesame logout --profile work --no-revoke"],
         exitCodes: [], command: Self.self)
 
     let selection: SessionSelection
     let revokes: Bool
     let endsProviderSession: Bool
+    let opensBrowser: Bool
 
     init(_ arguments: ParsedArguments) throws {
         selection = try SessionInvocation(arguments).selection
         revokes = !arguments.flag(Self.noRevoke)
         endsProviderSession = arguments.flag(Self.endSession)
+        opensBrowser = !arguments.flag(Self.noBrowser)
     }
 
     func run() async throws {
@@ -58,7 +61,7 @@ struct LogoutCommand: SesameCommand {
             // it; the provider asks the user to confirm instead (RP-Initiated Logout §2).
             if let url = auth.provider.endSessionURL(for: TokenSet(accessToken: "-")) {
                 print(url.absoluteString)
-                LoopbackUserAgent.openInSystemBrowser(url)
+                if opensBrowser { LoopbackUserAgent.openInSystemBrowser(url) }
             } else {
                 FileHandle.standardError.write(Data("warning: the provider has no end-session endpoint\n".utf8))
             }

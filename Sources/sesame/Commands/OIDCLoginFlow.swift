@@ -28,7 +28,7 @@ struct OIDCLoginFlow: Sendable {
     static let device = OptionSpec("--device", "the device flow: a code to enter on another device")
     static let dpop = OptionSpec(
         "--dpop",
-        "bind the tokens to this profile's key (DPoP, RFC 9449): made on first use, kept 0600 beside the credentials and reused by later sign-ins"
+        "bind the tokens to this profile's key (DPoP, RFC 9449): made on first use, kept 0600 beside the credentials and reused by later sign-ins until logout"
     )
     static let dpopAlgorithm = OptionSpec(
         "--dpop-alg", value: "ALG",
