@@ -241,7 +241,9 @@ import Testing
         #expect(try CLIRunner.run(["logout"], environment: environment).status == 0)
     }
 
-    @Test("a re-login with --dpop keeps the profile's key; another --dpop-alg replaces it; without --dpop it goes")
+    @Test(
+        "a re-login with --dpop keeps the profile's key; another --dpop-alg needs a logout first; without --dpop it goes"
+    )
     func dpopKeyAcrossSignIns() throws {
         let workspace = try Workspace()
         defer { workspace.stop() }
@@ -250,6 +252,16 @@ import Testing
         let first = try JWK(json: try Data(contentsOf: keyFile))
         try workspace.signIn(["--dpop"])
         #expect(try JWK(json: try Data(contentsOf: keyFile)).thumbprint == first.thumbprint, "the same key")
+        // Another algorithm would replace the key before the sign-in succeeded: refused, the session untouched.
+        let other = try CLIRunner.run(
+            [
+                "login", "--issuer", workspace.server.base.absoluteString, "--client-id", "sesame-cli", "--no-browser",
+                "--dpop-alg", "EdDSA",
+            ], environment: workspace.environment)
+        #expect(other.status == 2 && other.stderr.contains("log out first"), "\(other.stderr)")
+        #expect(try JWK(json: try Data(contentsOf: keyFile)).thumbprint == first.thumbprint)
+        #expect(try CLIRunner.run(["token"], environment: workspace.environment).status == 0)
+        #expect(try CLIRunner.run(["logout"], environment: workspace.environment).status == 0)
         try workspace.signIn(["--dpop-alg", "EdDSA"])
         let second = try JWK(json: try Data(contentsOf: keyFile))
         #expect(second.thumbprint != first.thumbprint && second.algorithm?.name == "EdDSA")

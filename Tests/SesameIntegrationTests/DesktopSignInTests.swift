@@ -247,4 +247,34 @@ final class ScratchFolder {
         #expect(try await store.load(profile: "default") == nil)
         #expect(transport.requests.count == 2, "the refresh token and the access token revoked")
     }
+
+    @Test("a refresh that finds another process's sign-in bound to a new key adopts nothing and ends nothing")
+    func refreshFindsAnotherKeysSession() async throws {
+        let folder = ScratchFolder()
+        let store = try FileTokenStore(directory: folder.url)
+        let keys = try FileDPoPKeyStore(directory: folder.url)
+        let clock = ManualTimeSource(Date())
+        let transport = ScriptedTransport()
+        var metadata = try OIDCProviderMetadata.scripted()
+        metadata.revocationEndpoint = URL(string: "https://as.example/revoke")
+        let mine = try await OIDCAuth.restore(
+            metadata: metadata, clientID: "c", redirectURI: "https://app.example/cb", store: store, dpopKeys: keys,
+            transport: transport, timeSource: clock)
+        let myKey = try #require(mine.provider.dpopSigner?.thumbprint)
+        try await mine.session.signIn(
+            with: TokenSet(
+                accessToken: "a-1", tokenType: "DPoP", refreshToken: "r-1", expiresAt: clock.now.addingTimeInterval(60),
+                receivedAt: clock.now, user: .init(id: "alice"), dpopKeyThumbprint: myKey))
+        // Another process signs alice in again with a new key (after a logout there, say) and stores the result.
+        let theirs = try await FileDPoPKeyStore(directory: folder.url).createKey(profile: "default", algorithm: .eddsa)
+        let fresh = TokenSet(
+            accessToken: "a-2", tokenType: "DPoP", refreshToken: "r-2", expiresAt: clock.now.addingTimeInterval(600),
+            receivedAt: clock.now, user: .init(id: "alice"), dpopKeyThumbprint: theirs.thumbprint)
+        try await store.save(fresh, profile: "default")
+        clock.advance(by: 55)  // this process's token now needs a refresh
+        await expectAuthError(.storeUnavailable, "a session bound to another key") { try await mine.accessToken() }
+        #expect(transport.requests.isEmpty, "nothing refreshed or revoked")
+        #expect(try await store.load(profile: "default") == fresh, "their session kept")
+        #expect(await mine.session.status != .signedOut(reason: .dpopKeyLost))
+    }
 }

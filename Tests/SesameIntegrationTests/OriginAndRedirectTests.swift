@@ -234,7 +234,10 @@ extension OriginAndRedirectTests {
         try await session.signIn(with: TokenSet.of("u", "0"))
         let client = AuthorizedClient(session: session, baseURL: server.base.appendingPathComponent("v1/tenant/"))
         #expect(try await client.send(.get("me?x=1&y=%20")).body == Data("/v1/tenant/me?x=1&y=%20".utf8))
-        for path in ["../../admin", "a/../../admin", "%2e%2e/admin"] {
+        for path in [
+            "../../admin", "a/../../admin", "%2e%2e/admin", "..;/admin", "a/..;x=1/../admin", ".%2E/admin",
+            "%2e./admin",
+        ] {
             await #expect(throws: AuthError.self, "\(path)") { try await client.send(.get(path)) }
         }
         #expect(server.requests.count == 1)

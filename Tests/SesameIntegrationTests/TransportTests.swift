@@ -177,3 +177,10 @@ extension TransportTests {
         #expect(!dumped.contains("SECRET") && !"\(headers)".contains("SECRET"))
     }
 }
+
+extension TransportTests {
+    @Test("CurlTransport's connection limit reads without starting the engine (it used to, before libcurl was loaded)")
+    func connectionLimitIsAConstant() {
+        #expect(CurlTransport().maximumConnectionsPerHost == 32)
+    }
+}

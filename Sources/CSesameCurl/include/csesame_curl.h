@@ -1,6 +1,6 @@
 // libcurl for Sesame's Linux transport, loaded at run time with dlopen: the package builds without libcurl's
 // development files, and runs wherever libcurl.so.4 is (FoundationNetworking links it, so it is there wherever
-// URLSession works). Only what the transport uses is declared; the numbers are libcurl's public ABI (7.85+),
+// URLSession works). Only what the transport uses is declared; the numbers are libcurl's public ABI (7.68+),
 // checked against the real <curl/curl.h> by Scripts/check-curl-abi.sh. Every name is prefixed so that a program
 // importing the real header too sees no clash.
 #ifndef CSESAME_CURL_H
@@ -23,6 +23,9 @@
 #define CSESAME_CURLOPT_TIMEOUT_MS 155
 #define CSESAME_CURLOPT_COPYPOSTFIELDS 10165
 #define CSESAME_CURLOPT_PROTOCOLS_STR 10318
+#define CSESAME_CURLOPT_PROTOCOLS 181
+#define CSESAME_CURLPROTO_HTTP 1
+#define CSESAME_CURLPROTO_HTTPS 2
 #define CSESAME_CURLOPT_WRITEFUNCTION 20011
 #define CSESAME_CURLOPT_HEADERFUNCTION 20079
 #define CSESAME_CURLOPT_POSTFIELDSIZE_LARGE 30120

@@ -39,21 +39,26 @@ public struct ServerErrorResponse: Sendable, Hashable {
 
     /// Whether a refused refresh means the refresh token is dead (sign in again) rather than "try later".
     ///
-    /// Definitive: a 400 or 401 whose body is a well-formed OAuth error (a JSON object whose `error` is a non-empty
-    /// RFC 6749 error code), **whatever the code** — `invalid_grant`, but also the `invalid_request` or
-    /// `unauthorized_client` some certified providers send for a dead refresh token: the same request will fail
-    /// the same way again (RFC 6749 §5.2). The one exception is `use_dpop_nonce`, a request to retry with a nonce
-    /// (RFC 9449 §8). Everything else is transient: 5xx, 408, 429, a proxy's 403, and any answer that is not an
-    /// OAuth error body (a captive portal's HTML page, an empty body).
+    /// Definitive: a 400 or 401 whose body is a well-formed OAuth error (a JSON object whose `error` is an error
+    /// code as OAuth spells them: lower-case letters, digits and `_`), **whatever the code** — `invalid_grant`, but
+    /// also the `invalid_request` or `unauthorized_client` some certified providers send for a dead refresh token:
+    /// the same request will fail the same way again (RFC 6749 §5.2). The exceptions say so themselves:
+    /// `use_dpop_nonce` (retry with a nonce, RFC 9449 §8), `invalid_dpop_proof` (the proof, not the grant — a clock
+    /// off by seconds), `temporarily_unavailable` and `server_error` (some providers send them with a 400).
+    /// Everything else is transient: 5xx, 408, 429, a proxy's 403, and any answer that is not an OAuth error body
+    /// (a captive portal's HTML page, an empty body, a framework's `{"error":"Bad Request"}`).
     public static func isDefinitiveRefreshRejection(_ response: SesameHTTP.Response) -> Bool {
         guard response.status == 400 || response.status == 401,
             let code = (try? JOSEValue.parse(response.body))?["error"]?.stringValue, !code.isEmpty,
-            code.utf8.allSatisfy({
-                $0 == 0x20 || $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0)
-            })
+            code.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F })
         else { return false }
-        return code != "use_dpop_nonce"
+        return !retryableCodes.contains(code)
     }
+
+    /// Codes that say "try again", whatever the status.
+    private static let retryableCodes: Set<String> = [
+        "use_dpop_nonce", "invalid_dpop_proof", "temporarily_unavailable", "server_error",
+    ]
 
     /// The code as an OAuth code (RFC 6749 and friends).
     public var oauthError: OAuthErrorCode { OAuthErrorCode(rawValue: error) }

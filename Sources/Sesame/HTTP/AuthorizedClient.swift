@@ -172,6 +172,8 @@ public struct AuthorizedClient: Sendable {
     private let baseText: String?
     /// The URLs of the plain paths called lately (an app calls the same few endpoints again and again).
     private let resolvedPaths = ResolvedPaths()
+    /// Whether the base URL has an http(s) origin (so paths under it go to a credential origin).
+    private let baseIsCredentialOrigin: Bool
     private static let maximumRedirects = 10
     private static let crossOriginHeaders: Set<String> = [
         "accept", "accept-encoding", "accept-language", "content-type", "user-agent", "cache-control",
@@ -204,6 +206,7 @@ public struct AuthorizedClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.transport = transport
         self.decoder = decoder
+        baseIsCredentialOrigin = SesameHTTP.Origin(baseURL).map { ["http", "https"].contains($0.scheme) } ?? false
         let text = baseURL.absoluteString
         baseText =
             baseURL.query == nil && baseURL.fragment == nil
@@ -246,7 +249,7 @@ public struct AuthorizedClient: Sendable {
         }
         var current = request
         var redirects = 0
-        var mayCarryCredentials = underBase || mayReceiveCredentials(request.url)
+        var mayCarryCredentials = underBase && baseIsCredentialOrigin || mayReceiveCredentials(request.url)
         while true {
             let credentialed = exchange != nil && mayCarryCredentials
             var outgoing = current
@@ -385,8 +388,10 @@ public struct AuthorizedClient: Sendable {
 private final class ResolvedPaths: Sendable {
     private let table = LockedValue<[String: URL]>([:])
 
-    /// The URL for `path`, resolved by `resolve` the first time.
+    /// The URL for `path`, resolved by `resolve` the first time; only plain ASCII paths are kept (their `String`
+    /// keys compare byte for byte: no two spellings of one Unicode path can share an entry).
     func url(_ path: String, _ resolve: () throws -> URL?) rethrows -> URL? {
+        guard path.utf8.count <= 256, path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return try resolve() }
         if let known = table.withLock({ $0[path] }) { return known }
         guard let url = try resolve() else { return nil }
         table.withLock { table in

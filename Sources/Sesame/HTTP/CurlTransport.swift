@@ -19,7 +19,7 @@
         /// The largest response body accepted (default 16 MiB).
         public let maximumResponseSize: Int
         /// Simultaneous connections per host (default 32).
-        public var maximumConnectionsPerHost: Int { CurlEngine.shared.maximumConnectionsPerHost }
+        public var maximumConnectionsPerHost: Int { CurlEngine.maximumConnectionsPerHost }
 
         /// Creates a transport on the process's shared engine.
         public init(maximumResponseSize: Int = 16 << 20) { self.maximumResponseSize = maximumResponseSize }
@@ -79,7 +79,13 @@
         private func configure(_ request: SesameHTTP.Request) throws {
             var ok =
                 csesame_curl_set_string(handle, CSESAME_CURLOPT_URL, request.url.absoluteString) == CSESAME_CURLE_OK
-            ok = ok && csesame_curl_set_string(handle, CSESAME_CURLOPT_PROTOCOLS_STR, "http,https") == CSESAME_CURLE_OK
+            // CURLOPT_PROTOCOLS_STR is libcurl 7.85+; the bitmask before it (deprecated since, still honoured).
+            ok =
+                ok
+                && (csesame_curl_set_string(handle, CSESAME_CURLOPT_PROTOCOLS_STR, "http,https") == CSESAME_CURLE_OK
+                    || csesame_curl_set_long(
+                        handle, CSESAME_CURLOPT_PROTOCOLS, Int(CSESAME_CURLPROTO_HTTP | CSESAME_CURLPROTO_HTTPS))
+                        == CSESAME_CURLE_OK)
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_NOSIGNAL, 1) == CSESAME_CURLE_OK
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_FOLLOWLOCATION, 0) == CSESAME_CURLE_OK
             let milliseconds = Int(max(0.001, min(request.timeout, 86_400)) * 1000)
@@ -225,13 +231,14 @@
         private var cancellations: [CurlExchange] = []
         private var active: [UnsafeMutableRawPointer: CurlExchange] = [:]
         private let multi: UnsafeMutableRawPointer
-        let maximumConnectionsPerHost = 32
+        static let maximumConnectionsPerHost = 32
 
         private init() {
             // swift-format-ignore: NeverForceUnwrap
             // (curl_multi_init fails only when out of memory)
             multi = csesame_curl_multi_init()!
-            _ = csesame_curl_multi_set_long(multi, CSESAME_CURLMOPT_MAX_HOST_CONNECTIONS, maximumConnectionsPerHost)
+            _ = csesame_curl_multi_set_long(
+                multi, CSESAME_CURLMOPT_MAX_HOST_CONNECTIONS, Self.maximumConnectionsPerHost)
             _ = csesame_curl_multi_set_long(multi, CSESAME_CURLMOPT_MAX_TOTAL_CONNECTIONS, 256)
             let thread = Thread { [unowned self] in self.run() }
             thread.name = "sesame.curl"

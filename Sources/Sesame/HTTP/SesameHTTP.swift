@@ -268,7 +268,14 @@ extension SesameHTTP {
         }
         let parts = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
-        guard !path.split(separator: "/").contains(where: { $0 == ".." || $0.lowercased() == "%2e%2e" }) else {
+        // `..`, its escaped spellings, and `..;params` (which Tomcat and Spring take for `..`) may not escape the base.
+        guard
+            !path.split(separator: "/").contains(where: { segment in
+                let name = segment.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                    .lowercased().replacingOccurrences(of: "%2e", with: ".")
+                return name == ".."
+            })
+        else {
             throw AuthError(.configuration, "an endpoint path may not contain '..' segments")
         }
         var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: true)

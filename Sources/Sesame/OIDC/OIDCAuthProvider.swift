@@ -317,12 +317,17 @@ public struct OIDCAuthProvider: AuthProvider {
             from: response, expecting: IDTokenValidator.Expectations(original: original), previous: tokens)
     }
 
-    /// Whether the key store (``Configuration/dpopKeySource``) now holds the key `tokens` are bound to: another
-    /// process signed in again with a new key after this provider read its own.
+    /// Whether the key store (``Configuration/dpopKeySource``) now holds the key `tokens` are bound to — another
+    /// process signed in again with a new key after this provider read its own — or cannot answer right now.
     public func storedCredentialsMayBeUsable(_ tokens: TokenSet) async -> Bool {
-        guard let source = configuration.dpopKeySource, let bound = tokens.dpopKeyThumbprint,
-            let current = try? await source.store.key(profile: source.profile)
-        else { return false }
+        guard let source = configuration.dpopKeySource, let bound = tokens.dpopKeyThumbprint else { return false }
+        let current: DPoPSigner?
+        do {
+            current = try await source.store.key(profile: source.profile)
+        } catch {
+            return true  // the key store cannot answer now (locked, unreadable): nothing is ended on a guess
+        }
+        guard let current else { return false }
         return ByteExact.equals(current.thumbprint, bound) && !ByteExact.equals(bound, dpopThumbprint ?? "")
     }
 

@@ -80,6 +80,17 @@ extension AuthSession {
             try machine.check(ticket)
         case .proceed(let tokens):
             candidate = tokens
+            // Another process's newer sign-in that this provider cannot use (bound to a key it does not hold): not
+            // ours to refresh, revoke or delete — the next run, with that key, uses it.
+            if !SessionMachine.same(tokens, memory) {
+                do {
+                    try provider.checkStoredCredentials(tokens)
+                } catch let error as AuthError where error.code == .dpopKeyMismatch {
+                    throw AuthError(
+                        .storeUnavailable,
+                        "profile \(profile) was signed in again by another process with another DPoP key; try again")
+                }
+            }
         case .endedElsewhere:
             return try await endSession(.signedOutElsewhere, deleting: nil, ticket)
         }

@@ -32,7 +32,7 @@ struct OIDCLoginFlow: Sendable {
     )
     static let dpopAlgorithm = OptionSpec(
         "--dpop-alg", value: "ALG",
-        "a new key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists); another algorithm than the profile's key has replaces that key"
+        "a new key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists); a profile that has a key of another algorithm must log out first"
     )
     static let options = [issuer, clientID, scope, redirectURI, resource, noBrowser, device, dpop, dpopAlgorithm]
 
@@ -132,11 +132,15 @@ struct OIDCLoginFlow: Sendable {
         let kind = try selection.storeForNewSession()
         let store = try await profile.storeForSignIn(kind)
         let keys = usesDPoP ? try Self.dpopKeys(profile) : nil
-        // The profile's key is kept across sign-ins; asking for another algorithm than its own makes a new one.
+        // The profile's key is kept across sign-ins. Another algorithm would need a new key, and replacing the key
+        // before the new sign-in has succeeded would end the working session if it failed: log out first.
         if let keys, let requestedAlgorithm, let existing = try? await keys.key(profile: profile.name),
             existing.algorithm != requestedAlgorithm
         {
-            try await keys.deleteKey(profile: profile.name)
+            throw CLIError.usage(
+                "profile \(profile.name)'s DPoP key is \(existing.algorithm.name); to sign in with an "
+                    + "\(requestedAlgorithm.name) key, log out first (sesame logout --profile \(profile.name))",
+                command: selection.command)
         }
         // The loopback listener binds first: the redirect URI carries the port it got (RFC 8252 §7.3).
         let opensBrowser = self.opensBrowser
