@@ -112,6 +112,12 @@ public struct AuthorizedClient: Sendable {
         /// Whether this is ``session``.
         let usesSessionScheme: Bool
 
+        /// The authenticator this authorization uses with `session`: for ``session``, the scheme of the session's
+        /// provider (``AuthProvider/credentialScheme``); nil for ``none``.
+        public func authenticator(for session: AuthSession) -> (any Authenticator)? {
+            usesSessionScheme ? session.provider.credentialScheme : authenticator
+        }
+
         /// Uses `authenticator` (nil: no credentials).
         public init(_ authenticator: (any Authenticator)?) {
             self.authenticator = authenticator
@@ -242,8 +248,7 @@ public struct AuthorizedClient: Sendable {
         -> SesameHTTP.Response
     {
         let authenticator =
-            authorization.usesSessionScheme
-            ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
+            authorization.usesSessionScheme ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
         var exchange = authenticator.map {
             AuthenticatedExchange(request, authenticator: $0, credentials: .session(session))
         }

@@ -37,9 +37,10 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
     /// - Parameters:
     ///   - session: the Sesame session.
     ///   - origins: URLs whose origins receive credentials; every other origin gets none.
-    ///   - authorization: how each request is authorized (default: Bearer for every credentialed request).
+    ///   - authorization: how each request is authorized (default: the session's credentials in its provider's
+    ///     scheme — Bearer, or DPoP when the tokens are bound — for every credentialed request).
     public init(
-        session: AuthSession, origins: [URL], authorization: @escaping AuthorizationChoice = { _ in .bearer }
+        session: AuthSession, origins: [URL], authorization: @escaping AuthorizationChoice = { _ in .session }
     ) {
         self.session = session
         self.credentialOrigins = Set(origins.compactMap(SesameHTTP.Origin.init))
@@ -52,7 +53,8 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
     /// is removed before the request is sent.
     public static let authorizationKindHeader = "X-Sesame-Authorization"
 
-    /// An ``AuthorizationChoice`` that reads ``authorizationKindHeader``: `bearer` (also when absent), `basic`
+    /// An ``AuthorizationChoice`` that reads ``authorizationKindHeader``: `bearer` (also when absent: the session's
+    /// scheme), `basic`
     /// (with `basic` credentials, else none) or `none`.
     public static func markedAuthorization(basic: (user: String, password: String)? = nil) -> AuthorizationChoice {
         let basicUser = basic?.user
@@ -63,7 +65,7 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
             case "basic"?:
                 guard let basicUser, let basicPassword else { return .none }
                 return .basic(user: basicUser, password: basicPassword)
-            default: return .bearer
+            default: return .session
             }
         }
     }
@@ -109,7 +111,7 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
         var urlRequest = original
         let choice = choose(original)
         urlRequest.setValue(nil, forHTTPHeaderField: Self.authorizationKindHeader)
-        guard mayReceiveCredentials(urlRequest.url), let authenticator = choice.authenticator,
+        guard mayReceiveCredentials(urlRequest.url), let authenticator = choice.authenticator(for: session),
             let request = SesameHTTP.Request(urlRequest)
         else { return completion(.success(urlRequest)) }
         let session = self.session
@@ -138,7 +140,8 @@ public final class SesameInterceptor: RequestInterceptor, Sendable {
         // The response's own URL decides (after a redirect it is not the request's): a foreign answer never
         // refreshes the session.
         guard let urlRequest = request.request, let http = request.response, mayReceiveCredentials(http.url),
-            mayReceiveCredentials(urlRequest.url), let authenticator = choose(urlRequest).authenticator,
+            mayReceiveCredentials(urlRequest.url),
+            let authenticator = choose(urlRequest).authenticator(for: self.session),
             let sent = SesameHTTP.Request(urlRequest)
         else { return completion(.doNotRetry) }
         // The one credential retry is claimed only for a credential verdict: a 5xx retried by another retrier

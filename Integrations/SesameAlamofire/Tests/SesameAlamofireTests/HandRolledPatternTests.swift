@@ -137,7 +137,7 @@ final class Locked<Value>: @unchecked Sendable {
             let response = await alamofire.request(device.base.appendingPathComponent("me")).validate()
                 .serializingData().response
             if response.response?.statusCode == 200 { successes += 1 } else { failures += 1 }
-            #expect(await session.status == .active)
+            #expect(await session.status == .signedIn)
             #expect(try await store.load(profile: "default") != nil)
         }
         #expect(
