@@ -199,4 +199,43 @@ import Testing
         #expect(cache.insert(jti: "j9", key: "flood", expiring: 300, now: 200) == nil)
         #expect(cache.insert(jti: "y", key: "f", expiring: 300, now: 200) == nil)
     }
+
+    @Test("a stolen Bearer refresh token used with the thief's key: the victim's next use is reuse, the grant revoked")
+    func stolenRefreshTokenCannotTakeTheGrantOver() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens()  // a Bearer grant
+        let stolen = tokens["refresh_token"].string
+        let thief = try JWK.generate(for: .es256)
+        let taken = try oidc.browser.post(
+            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", stolen), ("client_id", "sesame-cli")],
+            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        #expect(taken.status == 200 && taken.json?["token_type"] == "DPoP", "the thief refreshed first")
+        let victim = try oidc.refresh(stolen)
+        #expect(victim.error == "invalid_grant" && victim.body.contains("already used"), "\(victim.body)")
+        #expect(try await oidc.running.counters()["reuseDetections"] == 1, "reuse, not 'bound to a key'")
+        let thiefNext = try oidc.browser.post(
+            "/token",
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", taken.json?["refresh_token"].string ?? ""),
+                ("client_id", "sesame-cli"),
+            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        #expect(thiefNext.error == "invalid_grant", "the thief's chain is revoked with the grant")
+    }
+
+    @Test("a grace re-issue never binds the grant to a key (a copy shown within the grace with a proof)")
+    func graceNeverBinds() async throws {
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 30 }
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens()
+        let first = tokens["refresh_token"].string
+        let successor = try #require(try oidc.refresh(first).json)["refresh_token"].string
+        let thief = try JWK.generate(for: .es256)
+        let copy = try oidc.browser.post(
+            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", first), ("client_id", "sesame-cli")],
+            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        #expect(copy.status == 200 && copy.json?["token_type"] == "Bearer", "not bound to the thief's key")
+        #expect(try oidc.refresh(successor).error == "invalid_grant", "the victim's next use is reuse")
+        #expect(try oidc.refresh(copy.json?["refresh_token"].string ?? "").error == "invalid_grant", "grant revoked")
+    }
 }

@@ -145,7 +145,7 @@ import Testing
         #expect(try oidc.refresh(later["refresh_token"].string).error == "invalid_grant")
     }
 
-    @Test("--refresh-reuse-grace: a rotated token may come back within the grace, not after")
+    @Test("--refresh-reuse-grace: a rotated token may come back within the grace, not after, and never forks the grant")
     func reuseGrace() async throws {
         let oidc = try OIDCTestServer { $0.refreshReuseGrace = 10 }
         defer { oidc.stop() }
@@ -155,12 +155,27 @@ import Testing
         oidc.clock.advance(by: 5)
         let retried = try oidc.refresh(first)
         #expect(retried.status == 200, "within the grace")
-        #expect(try oidc.refresh(rotated["refresh_token"].string).status == 200, "the first successor still works")
+        let second = try #require(retried.json)["refresh_token"].string
+        // One chain only: the grace gave the client a replacement, so the first successor is spent now.
+        #expect(try oidc.refresh(second).status == 200, "the replacement works")
         oidc.clock.advance(by: 6)
         #expect(try oidc.refresh(first).error == "invalid_grant", "after the grace: reuse")
-        #expect(try oidc.refresh(try #require(retried.json)["refresh_token"].string).error == "invalid_grant")
         let counters = try await oidc.running.counters()
         #expect(counters["reuseGraceRefreshes"] == 1 && counters["reuseDetections"] == 1)
+        _ = rotated
+    }
+
+    @Test("the grace never forks a grant: the first successor, shown after a grace re-issue, revokes the whole grant")
+    func graceNeverForks() async throws {
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 30 }
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens()
+        let first = tokens["refresh_token"].string
+        let successor = try #require(try oidc.refresh(first).json)["refresh_token"].string  // the victim's
+        let copy = try #require(try oidc.refresh(first).json)["refresh_token"].string  // a copy, within the grace
+        #expect(try oidc.refresh(successor).error == "invalid_grant", "the first chain is spent: reuse")
+        #expect(try oidc.refresh(copy).error == "invalid_grant", "and the grant is revoked: no second chain lives on")
+        #expect(try await oidc.running.counters()["reuseDetections"] == 1)
     }
 
     @Test("REST and OIDC refresh tokens do not cross")

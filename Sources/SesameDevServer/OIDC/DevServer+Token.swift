@@ -107,10 +107,15 @@ extension DevServer {
         guard let token = parameters["refresh_token"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "refresh_token is required"))
         }
+        // Reuse first, whatever else is wrong with the request: a spent token revokes its grant even when it comes
+        // without the key a thief has since bound the grant to (else the thief keeps the grant, unseen).
+        let spent = try store.isSpentBeyondGrace(token, grace: configuration.refreshReuseGrace, now: now)
         // A public client's DPoP-bound refresh token needs a proof by the same key (RFC 9449 §5); refused before
         // the token is spent.
         var boundKey: String?
-        if let (grantID, _) = try store.grantID(ofRefreshToken: token), let bound = try store.grantKey(id: grantID) {
+        if !spent, let (grantID, _) = try store.grantID(ofRefreshToken: token),
+            let bound = try store.grantKey(id: grantID)
+        {
             guard let key, ByteExact.equals(key, bound) else {
                 state.withLock { $0.counters.refreshFailures += 1 }
                 return Self.oauthError(
@@ -120,7 +125,7 @@ extension DevServer {
         }
         // A widened scope is refused before the token is spent, so the client can retry with its token.
         var narrowed: [String]?
-        if let requested = parameters["scope"] {
+        if !spent, let requested = parameters["scope"] {
             let scope = requested.split(separator: " ").map(String.init)
             if let (grantID, _) = try store.grantID(ofRefreshToken: token),
                 let grant = try store.activeGrant(id: grantID),
@@ -140,9 +145,13 @@ extension DevServer {
         }
         let grant: DevStore.Grant
         let next: String
+        var mayBind = false
         switch outcome {
-        case .rotated(let found, let token): (grant, next) = (found, token)
+        case .rotated(let found, let token):
+            (grant, next) = (found, token)
+            mayBind = true
         case .withinGrace(let found, let token):
+            // A grace re-issue answers a client that lost the response: it never binds the grant to a key.
             state.withLock { $0.counters.reuseGraceRefreshes += 1 }
             (grant, next) = (found, token)
         case .unknown: return fail("the refresh token is unknown")
@@ -158,11 +167,12 @@ extension DevServer {
             return Self.oauthError(OAuthFailure("invalid_scope", "a refresh cannot widen the scope"))
         }
         // A public client that starts proving a key binds its grant to it from now on (RFC 9449 §5).
-        if boundKey == nil, let key { try store.bind(grantID: grant.id, toKey: key) }
+        if boundKey == nil, mayBind, let key { try store.bind(grantID: grant.id, toKey: key) }
+        let issuedKey = boundKey ?? (mayBind ? key : nil)
         state.withLock { $0.counters.refreshes += 1 }
         return try tokenResponse(
             grant, scope: scope, nonce: nil, issuedAt: issued, refreshToken: next, fromRefresh: true,
-            key: boundKey ?? key)
+            key: issuedKey)
     }
 
     private func deviceGrant(_ parameters: OAuthParameters, clientID: String, key: String?) throws

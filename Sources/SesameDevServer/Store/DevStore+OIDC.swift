@@ -110,7 +110,12 @@ extension DevStore {
                 // Within the grace a spent token may come back once (a client that lost the response), not again.
                 if grace > 0, used == 1, let usedAt = row[9].integer, now - usedAt < grace, (row[7].integer ?? 0) > now
                 {
+                    // One chain only: the successor issued the first time is spent now (it comes back as reuse,
+                    // revoking the grant), and the new one takes its place.
                     try database.query("UPDATE refresh_tokens SET used = 2 WHERE hash = ?", [.blob(hash)])
+                    try database.query(
+                        "UPDATE refresh_tokens SET used = 2, used_at = ? WHERE family_id = ? AND used = 0",
+                        [.integer(now), .text(grant.id)])
                     return .withinGrace(grant, newToken: try addRefreshToken(grantID: grant.id, ttl: ttl, now: now))
                 }
                 try revokeGrant(id: grant.id)
@@ -121,6 +126,17 @@ extension DevStore {
                 "UPDATE refresh_tokens SET used = 1, used_at = ? WHERE hash = ?", [.integer(now), .blob(hash)])
             return .rotated(grant, newToken: try addRefreshToken(grantID: grant.id, ttl: ttl, now: now))
         }
+    }
+
+    /// Whether `token` was spent and may not come back (outside the reuse grace, or already once within it).
+    func isSpentBeyondGrace(_ token: String, grace: Int64, now: Int64) throws -> Bool {
+        guard
+            let row = try database.query(
+                "SELECT used, used_at FROM refresh_tokens WHERE hash = ?", [.blob(Self.hash(token))]
+            ).first, let used = row[0].integer, used != 0
+        else { return false }
+        guard used == 1, grace > 0, let usedAt = row[1].integer else { return true }
+        return now - usedAt >= grace
     }
 
     /// The grant a refresh token belongs to (any state), for revocation.
