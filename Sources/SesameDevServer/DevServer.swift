@@ -47,6 +47,9 @@ public final class DevServer: Sendable {
     let dpopProofs = LockedValue(DPoPReplayCache())
     /// OIDC access tokens whose signature and claims were verified, by their exact text, with their expiry.
     let verifiedAccessTokens = LockedValue<[String: (claims: JWTClaims, expiresAt: Date)]>([:])
+    /// Access tokens revoked one by one (`jti` → `exp`), until they expire; kept in memory (a restart forgets them,
+    /// as it does the DPoP replay cache).
+    let revokedAccessTokens = LockedValue<[String: Int64]>([:])
 
     /// Opens the database and prepares keys and seeded users; ``start()`` begins serving.
     ///

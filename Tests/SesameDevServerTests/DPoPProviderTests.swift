@@ -238,4 +238,22 @@ import Testing
         #expect(try oidc.refresh(successor).error == "invalid_grant", "the victim's next use is reuse")
         #expect(try oidc.refresh(copy.json?["refresh_token"].string ?? "").error == "invalid_grant", "grant revoked")
     }
+
+    @Test("a stolen DPoP-bound access token, without the key, cannot end the victim's session at /revoke")
+    func stolenBoundAccessTokenCannotEndTheGrant() throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let key = try JWK.generate(for: .es256)
+        let tokens = try #require(try DPoPProviderTests.dpopTokens(oidc, key: key).json)
+        let stolen = tokens["access_token"].string
+        let revoked = try oidc.browser.post("/revoke", form: [("token", stolen), ("client_id", "sesame-cli")])
+        #expect(revoked.status == 200)
+        let renewed = try oidc.browser.post(
+            "/token",
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].string),
+                ("client_id", "sesame-cli"),
+            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, key, "POST", "/token"))])
+        #expect(renewed.status == 200, "the victim's grant lives on: \(renewed.body)")
+    }
 }

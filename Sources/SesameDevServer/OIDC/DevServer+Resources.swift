@@ -32,6 +32,7 @@ extension DevServer {
         guard let claims, let grantID = claims["gid"]?.stringValue, let grant = try? store.activeGrant(id: grantID),
             claims.subject.map({ $0.utf8.elementsEqual(grant.user.id.utf8) }) == true
         else { return nil }
+        if let jti = claims["jti"]?.stringValue, revokedAccessTokens.withLock({ $0[jti] != nil }) { return nil }
         return (grant, claims)
     }
 
@@ -86,8 +87,21 @@ extension DevServer {
             // A token of another client is left alone, and answered like an unknown one (RFC 7009 §2.2).
             if let (grantID, owner) = try store.grantID(ofRefreshToken: token) {
                 if owner.map({ $0.utf8.elementsEqual(clientID.utf8) }) == true { try store.revokeGrant(id: grantID) }
-            } else if let (grant, _) = oidcAccess(token), grant.clientID.utf8.elementsEqual(clientID.utf8) {
-                try store.revokeGrant(id: grant.id)
+            } else if let (grant, claims) = oidcAccess(token), grant.clientID.utf8.elementsEqual(clientID.utf8),
+                let jti = claims["jti"]?.stringValue, let expiry = claims.expiresAt
+            {
+                // An access token revokes that token only: ending the grant takes its refresh token. (A DPoP-bound
+                // access token needs no proof here, so whoever holds a copy must not be able to end the session.)
+                let now = self.now
+                let kept = revokedAccessTokens.withLock { revoked -> Bool in
+                    revoked = revoked.filter { $0.value > now }
+                    guard revoked.count < 100_000 else { return false }
+                    revoked[jti] = Int64(expiry.timeIntervalSince1970)
+                    return true
+                }
+                guard kept else {
+                    return Self.error(503, "temporarily_unavailable", "too many revoked tokens; try later")
+                }
             }
         } catch {
             return Self.error(503, "temporarily_unavailable", "the token could not be revoked; try again")
