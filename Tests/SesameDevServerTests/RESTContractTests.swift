@@ -209,9 +209,12 @@ struct RunningServer {
 
     @Test("Restarting on the same database keeps users, sessions and the signing key")
     func restartPersistence() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-\(UUID().uuidString).sqlite")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        // A folder of our own: the server refuses a database in a folder others can write (such as /tmp itself).
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("dev.sqlite").path
         let first = try RunningServer {
             $0.databasePath = path
             $0.issuer = URL(string: "http://127.0.0.1:1/")

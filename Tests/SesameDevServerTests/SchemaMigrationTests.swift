@@ -43,6 +43,7 @@ import Testing
         let run = try InteropTests.runPython(["-c", script, path, Self.schemaVersion1])
         try #require(run.status == 0, "\(run.errors)")
 
+        chmod(path, 0o600)  // Python made it 0644; the server uses only private database files
         let oidc = try OIDCTestServer { $0.databasePath = path }
         defer { oidc.stop() }
         let refreshed = try await oidc.running.refresh("old-refresh-token")
@@ -51,5 +52,68 @@ import Testing
         let (tokens, _) = try oidc.signedInTokens()
         #expect(try oidc.userInfo(tokens["access_token"].string).json?["sub"] == "u-1")
         #expect(try oidc.refresh(tokens["refresh_token"].string).status == 200)
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `--db` holds the signing keys and password hashes: a file, companion or folder someone else owns or can write is
+/// refused before SQLite opens anything (issue 20 #12).
+@Suite struct DatabaseFileTests {
+    func folder(mode: mode_t) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-db-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        chmod(folder.path, mode)
+        return folder
+    }
+
+    func expectRefused(_ path: String, _ what: String) {
+        var configuration = DevServer.Configuration()
+        configuration.databasePath = path
+        configuration.passwordIterations = 1000
+        #expect(throws: DevServerError.self, "\(what)") { _ = try DevServer(configuration: configuration) }
+    }
+
+    @Test("refused: a folder others can write (even /tmp), a 0666 database, a 0666 -wal made beforehand, a link")
+    func hostileFiles() throws {
+        let shared = try folder(mode: 0o777)
+        defer { try? FileManager.default.removeItem(at: shared) }
+        expectRefused(shared.appendingPathComponent("dev.sqlite").path, "a world-writable folder")
+        expectRefused(FileManager.default.temporaryDirectory.appendingPathComponent("x-\(UUID()).sqlite").path, "/tmp")
+        #expect(!FileManager.default.fileExists(atPath: shared.appendingPathComponent("dev.sqlite").path))
+        let own = try folder(mode: 0o700)
+        defer { try? FileManager.default.removeItem(at: own) }
+        for companion in ["", "-wal", "-shm", "-journal"] {
+            let path = own.appendingPathComponent("dev\(companion.isEmpty ? "" : "-x").sqlite").path
+            let planted = companion.isEmpty ? path : path + companion
+            #expect(
+                FileManager.default.createFile(
+                    atPath: planted, contents: Data(), attributes: [.posixPermissions: 0o666]))
+            chmod(planted, 0o666)
+            expectRefused(path, "a planted \(companion.isEmpty ? "database" : companion) (0666)")
+            unlink(planted)
+        }
+        let target = own.appendingPathComponent("real.sqlite").path
+        #expect(
+            FileManager.default.createFile(atPath: target, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let link = own.appendingPathComponent("link.sqlite").path
+        #expect(symlink(target, link) == 0)
+        expectRefused(link, "a symbolic link")
+    }
+
+    @Test("a new database in a folder of one's own is made 0600 and works")
+    func privateDatabase() throws {
+        let own = try folder(mode: 0o755)
+        defer { try? FileManager.default.removeItem(at: own) }
+        var configuration = DevServer.Configuration()
+        configuration.databasePath = own.appendingPathComponent("dev.sqlite").path
+        configuration.passwordIterations = 1000
+        let server = try DevServer(configuration: configuration)
+        _ = try server.start()
+        server.stop()
+        let mode = try FileManager.default.attributesOfItem(atPath: configuration.databasePath)[.posixPermissions]
+        #expect(mode as? Int == 0o600)
     }
 }

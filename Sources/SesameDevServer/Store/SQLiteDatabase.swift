@@ -40,6 +40,7 @@ final class SQLiteDatabase: @unchecked Sendable {
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for a private in-memory database.
     init(path: String) throws {
+        if path != ":memory:" { try Self.checkPrivate(path) }
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
         guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
@@ -55,6 +56,40 @@ final class SQLiteDatabase: @unchecked Sendable {
             chmod(path, 0o600)
         }
         try execute("PRAGMA foreign_keys = ON")
+    }
+
+    /// The database holds the signing keys and password hashes: its folder, the file and SQLite's companions
+    /// (`-wal`, `-shm`, `-journal`) must belong to this user and be writable by no one else (a file another user
+    /// created beforehand, mode 0666, would receive them); a new file is made 0600 before SQLite opens it, and SQLite
+    /// gives its companions the file's mode.
+    ///
+    /// - Throws: ``DevServerError`` naming the path.
+    static func checkPrivate(_ path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        var info = stat()
+        guard stat(folder.isEmpty ? "." : folder, &info) == 0 else {
+            throw DevServerError("cannot use the database \(path): its folder does not exist")
+        }
+        // Not even a sticky shared folder such as /tmp: another user could create a companion file there between
+        // this check and SQLite's own open.
+        guard info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw DevServerError(
+                "refusing the database \(path): its folder belongs to another user or others can write to it "
+                    + "(use a folder of your own, mode 0700 or 0755)")
+        }
+        for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+            var fileInfo = stat()
+            guard lstat(file, &fileInfo) == 0 else { continue }
+            guard fileInfo.st_mode & S_IFMT == S_IFREG, fileInfo.st_uid == geteuid(), fileInfo.st_mode & 0o077 == 0
+            else {
+                throw DevServerError(
+                    "refusing the database \(path): \(file) is not a private file of this user (mode 0600, not a link); "
+                        + "remove it or pick another --db")
+            }
+        }
+        // A new database starts 0600, so nothing is ever written to a file others can read.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
     }
 
     deinit {
