@@ -142,7 +142,9 @@ extension DevServer {
         }
         // An OIDC access token is good only while its grant is (revocation, a replayed code, a reused refresh).
         if let grant = claims["gid"] {
-            guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil else { return .failure(invalid) }
+            guard let id = grant.stringValue, (try? store.activeGrant(id: id)) != nil, !isRevoked(claims) else {
+                return .failure(invalid)
+            }
         }
         guard let user = try? store.user(id: subject) else { return .failure(invalid) }
         return .success(user)

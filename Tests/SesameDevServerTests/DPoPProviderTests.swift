@@ -256,4 +256,27 @@ import Testing
             ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, key, "POST", "/token"))])
         #expect(renewed.status == 200, "the victim's grant lives on: \(renewed.body)")
     }
+
+    @Test("within the reuse grace too: a thief who refreshed first with a key cannot keep the grant from the victim")
+    func graceDoesNotShieldATakeover() async throws {
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 30 }
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens()
+        let stolen = tokens["refresh_token"].string
+        let thief = try JWK.generate(for: .es256)
+        let taken = try oidc.browser.post(
+            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", stolen), ("client_id", "sesame-cli")],
+            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        #expect(taken.status == 200 && taken.json?["token_type"] == "DPoP")
+        let victim = try oidc.refresh(stolen)  // within the grace, without the thief's key
+        #expect(victim.error == "invalid_grant" && victim.body.contains("already used"), "\(victim.body)")
+        #expect(try await oidc.running.counters()["reuseDetections"] == 1)
+        let thiefNext = try oidc.browser.post(
+            "/token",
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", taken.json?["refresh_token"].string ?? ""),
+                ("client_id", "sesame-cli"),
+            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        #expect(thiefNext.error == "invalid_grant", "the thief's chain is revoked with the grant")
+    }
 }

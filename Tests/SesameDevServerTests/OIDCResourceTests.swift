@@ -45,6 +45,8 @@ import Testing
         let (b, _) = try oidc.signedInTokens()
         #expect(try revoke(b["access_token"].string).status == 200)
         #expect(try oidc.userInfo(b["access_token"].string).status == 401)
+        let me = try oidc.browser.get("/me", headers: [("Authorization", "Bearer \(b["access_token"].string)")])
+        #expect(me.status == 401, "every route that takes the token refuses it, /me too")
         let renewed = try oidc.refresh(b["refresh_token"].string)
         #expect(renewed.status == 200, "the grant lives on")
         #expect(try oidc.userInfo(renewed.json?["access_token"].string ?? "").status == 200)

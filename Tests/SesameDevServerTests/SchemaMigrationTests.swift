@@ -95,6 +95,13 @@ import Testing
             expectRefused(path, "a planted \(companion.isEmpty ? "database" : companion) (0666)")
             unlink(planted)
         }
+        // A folder of one's own inside one that a group can write: the group could swap it under the server.
+        let group = try folder(mode: 0o775)
+        defer { try? FileManager.default.removeItem(at: group) }
+        let inside = group.appendingPathComponent("mine")
+        try FileManager.default.createDirectory(at: inside, withIntermediateDirectories: false)
+        chmod(inside.path, 0o755)
+        expectRefused(inside.appendingPathComponent("dev.sqlite").path, "a folder inside a group-writable one")
         let target = own.appendingPathComponent("real.sqlite").path
         #expect(
             FileManager.default.createFile(atPath: target, contents: Data(), attributes: [.posixPermissions: 0o600]))

@@ -32,8 +32,14 @@ extension DevServer {
         guard let claims, let grantID = claims["gid"]?.stringValue, let grant = try? store.activeGrant(id: grantID),
             claims.subject.map({ $0.utf8.elementsEqual(grant.user.id.utf8) }) == true
         else { return nil }
-        if let jti = claims["jti"]?.stringValue, revokedAccessTokens.withLock({ $0[jti] != nil }) { return nil }
+        if isRevoked(claims) { return nil }
         return (grant, claims)
+    }
+
+    /// Whether this access token was revoked by itself (`/revoke` with it); every route that takes tokens asks.
+    func isRevoked(_ claims: JWTClaims) -> Bool {
+        guard let jti = claims["jti"]?.stringValue else { return false }
+        return revokedAccessTokens.withLock { $0[jti] != nil }
     }
 
     func userInfo(_ request: HTTPServerRequest) -> HTTPServerResponse {
@@ -94,14 +100,13 @@ extension DevServer {
                 // access token needs no proof here, so whoever holds a copy must not be able to end the session.)
                 let now = self.now
                 let kept = revokedAccessTokens.withLock { revoked -> Bool in
-                    revoked = revoked.filter { $0.value > now }
+                    if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
                     guard revoked.count < 100_000 else { return false }
                     revoked[jti] = Int64(expiry.timeIntervalSince1970)
                     return true
                 }
-                guard kept else {
-                    return Self.error(503, "temporarily_unavailable", "too many revoked tokens; try later")
-                }
+                // A full list never refuses a revocation: the token's grant ends instead (the stricter answer).
+                if !kept { try store.revokeGrant(id: grant.id) }
             }
         } catch {
             return Self.error(503, "temporarily_unavailable", "the token could not be revoked; try again")

@@ -117,6 +117,17 @@ extension DevServer {
             let bound = try store.grantKey(id: grantID)
         {
             guard let key, ByteExact.equals(key, bound) else {
+                // A token already used once (within the grace) shown without the grant's key: whoever bound the
+                // grant used it first — a thief, or the victim the thief copied it from. Reuse: the grant ends.
+                if try store.isUsed(token) {
+                    try store.revokeGrant(id: grantID)
+                    state.withLock {
+                        $0.counters.reuseDetections += 1
+                        $0.counters.refreshFailures += 1
+                    }
+                    return Self.oauthError(
+                        OAuthFailure("invalid_grant", "the refresh token was already used; its grant is revoked"))
+                }
                 state.withLock { $0.counters.refreshFailures += 1 }
                 return Self.oauthError(
                     OAuthFailure("invalid_grant", "the refresh token is bound to a DPoP key: send a proof by that key"))

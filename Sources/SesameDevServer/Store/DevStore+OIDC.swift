@@ -139,6 +139,12 @@ extension DevStore {
         return now - usedAt >= grace
     }
 
+    /// Whether `token` was used at all (rotated once, within the grace or not).
+    func isUsed(_ token: String) throws -> Bool {
+        let row = try database.query("SELECT used FROM refresh_tokens WHERE hash = ?", [.blob(Self.hash(token))]).first
+        return (row?[0].integer ?? 0) != 0
+    }
+
     /// The grant a refresh token belongs to (any state), for revocation.
     func grantID(ofRefreshToken token: String) throws -> (grantID: String, clientID: String?)? {
         guard

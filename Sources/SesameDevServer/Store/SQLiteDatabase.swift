@@ -66,6 +66,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// - Throws: ``DevServerError`` naming the path.
     static func checkPrivate(_ path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
+        try checkAncestors(of: folder.isEmpty ? FileManager.default.currentDirectoryPath : folder, for: path)
         var info = stat()
         guard stat(folder.isEmpty ? "." : folder, &info) == 0 else {
             throw DevServerError("cannot use the database \(path): its folder does not exist")
@@ -90,6 +91,32 @@ final class SQLiteDatabase: @unchecked Sendable {
         // A new database starts 0600, so nothing is ever written to a file others can read.
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
+    }
+
+    /// Every folder on the way to `folder` must be one nobody else can swap out between this check and SQLite's
+    /// later opens of the companions: owned by this user or root, and writable by others only when sticky (then
+    /// nobody can rename this user's entries in it); a symbolic link on the way must belong to this user or root.
+    private static func checkAncestors(of folder: String, for path: String) throws {
+        let absolute =
+            folder.hasPrefix("/") ? folder : FileManager.default.currentDirectoryPath + "/" + folder
+        var current = ""
+        for component in absolute.split(separator: "/") where !component.isEmpty {
+            current += "/" + component
+            var link = stat()
+            guard lstat(current, &link) == 0 else { continue }  // a missing folder fails the folder check after
+            if link.st_mode & S_IFMT == S_IFLNK, link.st_uid != geteuid(), link.st_uid != 0 {
+                throw DevServerError("refusing the database \(path): \(current) is a link another user owns")
+            }
+            var info = stat()
+            guard stat(current, &info) == 0 else { continue }
+            let ownedSafely = info.st_uid == geteuid() || info.st_uid == 0
+            let writableByOthers = info.st_mode & 0o022 != 0
+            guard ownedSafely, !writableByOthers || info.st_mode & S_ISVTX != 0 else {
+                throw DevServerError(
+                    "refusing the database \(path): \(current) belongs to another user or others can write to it, "
+                        + "so the folder could be swapped under the server (use a folder of your own)")
+            }
+        }
     }
 
     deinit {
