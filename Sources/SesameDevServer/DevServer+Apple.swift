@@ -47,7 +47,11 @@ extension DevServer {
                     try store.markUsed(
                         token: identityToken, expiresAt: Int64(claims.expiresAt?.timeIntervalSince1970 ?? 0), now: now)
                 else { return Self.error(401, "invalid_grant", "the identity token was already exchanged") }
-                let user = try store.appleUser(subject: subject, email: email, emailVerified: verified, now: now)
+                // Only tokens of a configured (real) Apple issuer may link to an existing account: the stand-in's
+                // are minted by anyone who can reach /_dev/, and must not take a password account over.
+                let user = try store.appleUser(
+                    subject: subject, email: email, emailVerified: verified,
+                    linksExisting: configuration.appleKeys != nil, now: now)
                 state.withLock { $0.counters.appleExchanges += 1 }
                 return try authResponse(for: user, status: 200)
             } catch let error as JOSEError {

@@ -137,23 +137,52 @@ import Testing
         #expect(try await running.login("victim@example.com").status == 200, "the password account is untouched")
     }
 
-    @Test("A verified Apple email links to the account and removes the password that nobody verified")
+    /// An identity token of a configured Apple issuer (the test's own key), as Apple would sign it.
+    func appleToken(_ key: JWK, _ claims: JOSEObject) throws -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        var all: JOSEObject = [
+            "iss": "https://appleid.apple.com", "aud": "dev.sesame.demo", "iat": .integer(now),
+            "exp": .integer(now + 600), "nonce": .string(DevServer.appleNonceHash("raw-nonce")),
+            "jti": .string(UUID().uuidString),
+        ]
+        for member in claims { all[member.name] = member.value }
+        return try JWT.sign(JWTClaims(all), key: key, algorithm: .rs256, type: nil)
+    }
+
+    @Test("A verified email from a configured Apple issuer links to the account and removes the unverified password")
     func verifiedEmailTakesOver() async throws {
-        let running = try RunningServer()
+        let apple = try JWK.generate(for: .rs256)
+        let running = try RunningServer { $0.appleKeys = try JWKSet(keys: [try apple.publicKey()]) }
         defer { running.server.stop() }
         // Someone registered the owner's address first, with a password of their choosing.
         let registration = try await running.register("owner@example.com").json
         let squatted = try #require(registration?["user"]?["id"]?.stringValue)
         let squatterRefresh = registration?["refreshToken"]?.stringValue
-        let token = try await mint(
-            running, ["sub": "000002.owner", "email": "owner@example.com", "email_verified": "true"])
+        let token = try appleToken(
+            apple, ["sub": "000002.owner", "email": "owner@example.com", "email_verified": "true"])
         let answer = try await exchange(running, token)
         #expect(answer.status == 200 && answer.json?["user"]?["id"]?.stringValue == squatted)
         #expect(try await running.login("owner@example.com").status == 401, "the squatter's password no longer works")
         #expect(squatterRefresh != nil)
         #expect(try await running.refresh(squatterRefresh ?? "").status == 401, "nor the sessions it opened")
-        let again = try await exchange(running, try await mint(running, ["sub": "000002.owner"]))
+        let again = try await exchange(running, try appleToken(apple, ["sub": "000002.owner"]))
         #expect(again.json?["user"]?["id"]?.stringValue == squatted, "linked by sub from now on")
+    }
+
+    @Test("A stand-in Apple token (anyone here can mint one) never takes a password account over")
+    func standInNeverTakesOver() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        let owner = try #require(try await running.register("victim@example.com").json?["user"]?["id"]?.stringValue)
+        let token = try await mint(
+            running, ["sub": "000004.attacker", "email": "victim@example.com", "email_verified": "true"])
+        let answer = try await exchange(running, token)
+        #expect(answer.status == 200 && answer.json?["user"]?["id"]?.stringValue != owner)
+        #expect(answer.json?["user"]?["email"] == .null, "the address is taken: not claimed a second time")
+        #expect(try await running.login("victim@example.com").status == 200, "the password account is untouched")
+        let fresh = try await exchange(
+            running, try await mint(running, ["sub": "000005.new", "email": "new@example.com", "email_verified": true]))
+        #expect(fresh.json?["user"]?["email"] == "new@example.com", "an unused address is still claimed")
     }
 
     @Test("An identity token is exchanged once: a replay within its lifetime is refused")

@@ -192,7 +192,11 @@ final class DevStore: Sendable {
     /// Apple says the email is verified — and then the account's password, which nobody ever verified, is removed:
     /// whoever registered that email first must not keep a way into the real owner's account. An unverified email
     /// is not claimed at all.
-    func appleUser(subject: String, email: String?, emailVerified: Bool, now: Int64) throws -> User {
+    /// `linksExisting` is false for tokens of the stand-in issuer, which anyone who reaches `/_dev/` can mint: they
+    /// may claim an unused address for a new account, never an existing account's.
+    func appleUser(subject: String, email: String?, emailVerified: Bool, linksExisting: Bool = true, now: Int64) throws
+        -> User
+    {
         try database.transaction {
             if let row = try database.query("SELECT id, email FROM users WHERE apple_subject = ?", [.text(subject)])
                 .first,
@@ -201,7 +205,7 @@ final class DevStore: Sendable {
                 return User(id: id, email: row[1].text)
             }
             let claimed = emailVerified ? email : nil
-            if let claimed,
+            if let claimed, linksExisting,
                 let row = try database.query(
                     "SELECT id FROM users WHERE email = ? AND apple_subject IS NULL", [.text(claimed)]
                 ).first,
