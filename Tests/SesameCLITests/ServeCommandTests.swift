@@ -1,4 +1,6 @@
 import Foundation
+import SesameJOSE
+import SesameTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -41,5 +43,23 @@ import Testing
             let result = try CLIRunner.run(arguments)
             #expect(result.status == 2 && result.stderr.hasPrefix("error: usage: "), "\(arguments)")
         }
+    }
+}
+
+extension ServeCommandTests {
+    @Test("--users-file seeds users without passwords in the process list; a bad line echoes nothing of itself")
+    func usersFile() async throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("users.txt")
+        try Data("# dev users\nalice@example.com:correct-horse\n\n".utf8).write(to: file)
+        let server = try ServeProcess(["--users-file", file.path])
+        let login = try await HTTPTestClient(base: server.base).send(
+            "POST", "/login", json: ["email": "alice@example.com", "password": "correct-horse"])
+        #expect(login.status == 200)
+        #expect(!server.process.arguments!.joined(separator: " ").contains("correct-horse"))
+        try Data("secret-without-colon\n".utf8).write(to: file)
+        let bad = try CLIRunner.run(["serve", "--port", "0", "--users-file", file.path])
+        #expect(bad.status == 2 && !bad.stderr.contains("secret-without-colon"), "\(bad.stderr)")
     }
 }

@@ -65,7 +65,12 @@ struct ServeCommand: SesameCommand {
     static let signingAlgorithm = OptionSpec(
         "--signing-alg", value: "ALG", "the signing algorithm of access and ID tokens", default: "ES256",
         choices: ["RS256", "ES256", "EdDSA"])
-    static let user = OptionSpec("--user", value: "EMAIL:PASSWORD", "seed a user", repeatable: true)
+    static let user = OptionSpec(
+        "--user", value: "EMAIL:PASSWORD",
+        "seed a user (other local users can read the password in the process list: prefer --users-file)",
+        repeatable: true)
+    static let usersFile = OptionSpec(
+        "--users-file", value: "FILE", "seed users from FILE: one EMAIL:PASSWORD a line ('#' starts a comment)")
     static let faults = OptionSpec("--faults", value: "SPEC", "inject faults (the FAULT SPEC grammar above)")
     static let faultSeed = OptionSpec(
         "--fault-seed", value: "N", "seed the dice of probabilistic faults, for reproducible runs")
@@ -95,7 +100,8 @@ struct ServeCommand: SesameCommand {
 
     static let options: [OptionSpec] = [
         host, port, database, issuer, accessTokenTTL, refreshTokenTTL, signingAlgorithm, user, faults, faultSeed,
-        noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery, dpopNonce, rpTest,
+        usersFile, noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery,
+        dpopNonce, rpTest,
         appleBundleID, appleJWKS,
     ]
 
@@ -170,9 +176,18 @@ struct ServeCommand: SesameCommand {
             }
             configuration.signingAlgorithm = algorithm
         }
-        configuration.users = try arguments.values(user).map { pair in
+        var pairs = arguments.values(user)
+        if let file = arguments.value(usersFile) {
+            guard let data = FileManager.default.contents(atPath: file), data.count <= 1 << 20 else {
+                throw CLIError(status: .failure, code: "io", message: "cannot read \(file) (at most 1 MiB)")
+            }
+            pairs += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        configuration.users = try pairs.map { pair in
             guard let colon = pair.firstIndex(of: ":") else {
-                throw CLIError.usage("--user takes EMAIL:PASSWORD", command: arguments.command)
+                // Nothing of the entry is echoed: it may be a password.
+                throw CLIError.usage("--user and --users-file take EMAIL:PASSWORD", command: arguments.command)
             }
             return (email: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...]))
         }
