@@ -172,6 +172,18 @@ import Testing
         #expect(fixture.transport.requests.count == 10)
     }
 
+    @Test("Authorization.authenticator(for:) — what other HTTP stacks (the Alamofire interceptor) resolve it with")
+    func authorizationResolvesPerSession() throws {
+        let fixture = try Fixture()
+        #expect(AuthorizedClient.Authorization.session.authenticator(for: fixture.session) is DPoPAuthenticator)
+        #expect(AuthorizedClient.Authorization.bearer.authenticator(for: fixture.session) is BearerAuthenticator)
+        #expect(AuthorizedClient.Authorization.none.authenticator(for: fixture.session) == nil)
+        let rest = AuthSession(
+            provider: RESTAuthProvider(baseURL: try #require(URL(string: "https://api.example"))),
+            store: InMemoryTokenStore())
+        #expect(AuthorizedClient.Authorization.session.authenticator(for: rest) is BearerAuthenticator)
+    }
+
     @Test("The session's provider supplies the scheme: DPoP with no authenticator given; .bearer never downgrades")
     func providerSuppliesTheScheme() async throws {
         let fixture = try Fixture()
