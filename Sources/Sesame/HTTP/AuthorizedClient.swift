@@ -364,6 +364,9 @@ public struct AuthorizedClient: Sendable {
         }
     }
 
+    /// `Accept: application/json`, made once.
+    private static let acceptJSON: SesameHTTP.Headers = ["Accept": "application/json"]
+
     /// The request for `endpoint`, and whether it is under the base URL (a path, not an absolute URL).
     private func request(for endpoint: Endpoint) throws -> (SesameHTTP.Request, underBase: Bool) {
         let absolute = Self.hasPrefix(endpoint.path, "http://") || Self.hasPrefix(endpoint.path, "https://")
@@ -380,8 +383,7 @@ public struct AuthorizedClient: Sendable {
             url = components.url
         }
         guard let url else { throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)") }
-        var headers: SesameHTTP.Headers =
-            endpoint.headers.fields.isEmpty ? ["Accept": "application/json"] : endpoint.headers
+        var headers = endpoint.headers.fields.isEmpty ? Self.acceptJSON : endpoint.headers
         if !headers.contains("Accept") { headers.add("Accept", "application/json") }
         let request = SesameHTTP.Request(
             method: endpoint.method, url: url, headers: headers, body: endpoint.body, timeout: endpoint.timeout)
