@@ -31,6 +31,13 @@ import Testing
             issuedAt: oidc.clock.now)
     }
 
+    /// `POST /token` refreshing `token` with a proof by `key`.
+    static func refresh(_ oidc: OIDCTestServer, _ token: String, proofBy key: JWK) throws -> TestBrowser.Page {
+        try oidc.browser.post(
+            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", "sesame-cli")],
+            headers: [("DPoP", try proof(oidc, key, "POST", "/token"))])
+    }
+
     /// A well-formed DPoP resource request: `Authorization: DPoP` and a fresh proof by `key` with `ath`.
     static func dpopGet(
         _ oidc: OIDCTestServer, _ path: String, token: String, key: JWK, nonce: String? = nil
@@ -200,26 +207,21 @@ import Testing
         #expect(cache.insert(jti: "y", key: "f", expiring: 300, now: 200) == nil)
     }
 
-    @Test("a stolen Bearer refresh token used with the thief's key: the victim's next use is reuse, the grant revoked")
-    func stolenRefreshTokenCannotTakeTheGrantOver() async throws {
-        let oidc = try OIDCTestServer()
+    @Test(
+        "a stolen Bearer refresh token used first with the thief's key: the victim's next use is reuse, the grant revoked (with and without a reuse grace)",
+        arguments: [0, 30] as [Int64])
+    func stolenRefreshTokenCannotTakeTheGrantOver(grace: Int64) async throws {
+        let oidc = try OIDCTestServer { $0.refreshReuseGrace = grace }
         defer { oidc.stop() }
         let (tokens, _) = try oidc.signedInTokens()  // a Bearer grant
         let stolen = tokens["refresh_token"].string
         let thief = try JWK.generate(for: .es256)
-        let taken = try oidc.browser.post(
-            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", stolen), ("client_id", "sesame-cli")],
-            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        let taken = try DPoPProviderTests.refresh(oidc, stolen, proofBy: thief)
         #expect(taken.status == 200 && taken.json?["token_type"] == "DPoP", "the thief refreshed first")
-        let victim = try oidc.refresh(stolen)
+        let victim = try oidc.refresh(stolen)  // without the thief's key (within the grace, when there is one)
         #expect(victim.error == "invalid_grant" && victim.body.contains("already used"), "\(victim.body)")
         #expect(try await oidc.running.counters()["reuseDetections"] == 1, "reuse, not 'bound to a key'")
-        let thiefNext = try oidc.browser.post(
-            "/token",
-            form: [
-                ("grant_type", "refresh_token"), ("refresh_token", taken.json?["refresh_token"].string ?? ""),
-                ("client_id", "sesame-cli"),
-            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        let thiefNext = try DPoPProviderTests.refresh(oidc, taken.json?["refresh_token"].string ?? "", proofBy: thief)
         #expect(thiefNext.error == "invalid_grant", "the thief's chain is revoked with the grant")
     }
 
@@ -231,9 +233,7 @@ import Testing
         let first = tokens["refresh_token"].string
         let successor = try #require(try oidc.refresh(first).json)["refresh_token"].string
         let thief = try JWK.generate(for: .es256)
-        let copy = try oidc.browser.post(
-            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", first), ("client_id", "sesame-cli")],
-            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
+        let copy = try DPoPProviderTests.refresh(oidc, first, proofBy: thief)
         #expect(copy.status == 200 && copy.json?["token_type"] == "Bearer", "not bound to the thief's key")
         #expect(try oidc.refresh(successor).error == "invalid_grant", "the victim's next use is reuse")
         #expect(try oidc.refresh(copy.json?["refresh_token"].string ?? "").error == "invalid_grant", "grant revoked")
@@ -248,35 +248,7 @@ import Testing
         let stolen = tokens["access_token"].string
         let revoked = try oidc.browser.post("/revoke", form: [("token", stolen), ("client_id", "sesame-cli")])
         #expect(revoked.status == 200)
-        let renewed = try oidc.browser.post(
-            "/token",
-            form: [
-                ("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].string),
-                ("client_id", "sesame-cli"),
-            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, key, "POST", "/token"))])
+        let renewed = try DPoPProviderTests.refresh(oidc, tokens["refresh_token"].string, proofBy: key)
         #expect(renewed.status == 200, "the victim's grant lives on: \(renewed.body)")
-    }
-
-    @Test("within the reuse grace too: a thief who refreshed first with a key cannot keep the grant from the victim")
-    func graceDoesNotShieldATakeover() async throws {
-        let oidc = try OIDCTestServer { $0.refreshReuseGrace = 30 }
-        defer { oidc.stop() }
-        let (tokens, _) = try oidc.signedInTokens()
-        let stolen = tokens["refresh_token"].string
-        let thief = try JWK.generate(for: .es256)
-        let taken = try oidc.browser.post(
-            "/token", form: [("grant_type", "refresh_token"), ("refresh_token", stolen), ("client_id", "sesame-cli")],
-            headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
-        #expect(taken.status == 200 && taken.json?["token_type"] == "DPoP")
-        let victim = try oidc.refresh(stolen)  // within the grace, without the thief's key
-        #expect(victim.error == "invalid_grant" && victim.body.contains("already used"), "\(victim.body)")
-        #expect(try await oidc.running.counters()["reuseDetections"] == 1)
-        let thiefNext = try oidc.browser.post(
-            "/token",
-            form: [
-                ("grant_type", "refresh_token"), ("refresh_token", taken.json?["refresh_token"].string ?? ""),
-                ("client_id", "sesame-cli"),
-            ], headers: [("DPoP", try DPoPProviderTests.proof(oidc, thief, "POST", "/token"))])
-        #expect(thiefNext.error == "invalid_grant", "the thief's chain is revoked with the grant")
     }
 }
