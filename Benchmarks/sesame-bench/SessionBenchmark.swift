@@ -103,8 +103,38 @@ enum SessionBenchmark {
         print(
             "added_latency_percent_rounds "
                 + rounds.map { String(format: "%.2f", ($0.client - $0.raw) / $0.raw * 100) }.joined(separator: " "))
+        try await clientCPU(session: session, base: base, accessToken: current.accessToken)
         try await waitingCost()
         try await crossProcess()
+    }
+
+    /// The CPU `AuthorizedClient` spends per call, without a network: the same `GET /me` answered at once by an
+    /// in-process transport, sent raw and through the client in alternating batches (the median batch;
+    /// the raw call goes through the same existential as the client's, so it is not optimized away).
+    static func clientCPU(session: AuthSession, base: URL, accessToken: String, calls: Int = 20_000) async throws {
+        struct Canned: HTTPTransport {
+            let response = SesameHTTP.Response(
+                status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"id":"1"}"#.utf8))
+            func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response { response }
+        }
+        let canned: any HTTPTransport = Canned()
+        let client = AuthorizedClient(session: session, baseURL: base, transport: canned)
+        let raw = SesameHTTP.Request(
+            method: "GET", url: base.appendingPathComponent("me"),
+            headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"])
+        var rawBatches: [Double] = []
+        var clientBatches: [Double] = []
+        for _ in 0..<7 {
+            let t0 = ContinuousClock.now
+            for _ in 0..<calls { _ = try await canned.send(raw) }
+            let t1 = ContinuousClock.now
+            for _ in 0..<calls { _ = try await client.send(AuthorizedClient.Endpoint("GET", "/me")) }
+            let t2 = ContinuousClock.now
+            rawBatches.append(seconds(t1 - t0) / Double(calls))
+            clientBatches.append(seconds(t2 - t1) / Double(calls))
+        }
+        report("in_process_raw_call_us", median(rawBatches) * 1e6)
+        report("in_process_authorized_client_call_us", median(clientBatches) * 1e6)
     }
 
     /// CPU time a process spends while one request waits 2 s for a slow server: the platform transport vs

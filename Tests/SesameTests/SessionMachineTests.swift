@@ -137,6 +137,47 @@ import Testing
     }
 
     @Test(
+        "the snapshot read without the actor says 'use' exactly when decide does, on both sides of every boundary",
+        arguments: [
+            a, expiring, otherUser,
+            TokenSet(accessToken: "no-refresh", expiresAt: now.addingTimeInterval(30), receivedAt: now),
+            TokenSet(accessToken: "short", refreshToken: "r", expiresAt: now.addingTimeInterval(20), receivedAt: now),
+            TokenSet(accessToken: "expired", refreshToken: "r", expiresAt: now.addingTimeInterval(-1)),
+        ])
+    func snapshotAgreesWithDecide(tokens: TokenSet) throws {
+        let machine = machine(.active(tokens))
+        let snapshot = try #require(machine.snapshot(leeway: 60))
+        let expiresAt = tokens.expiresAt ?? Self.now
+        // Each boundary (expiry, expiry − leeway, expiry − half the lifetime), a millisecond either side, and a spread.
+        let instants =
+            [0, -60, -tokens.effectiveLeeway(60), -10].flatMap { edge in
+                [-0.001, 0, 0.001].map { expiresAt.addingTimeInterval(edge + $0) }
+            } + stride(from: -4000.0, through: 4000, by: 250).map { Self.now.addingTimeInterval($0) }
+        for now in instants {
+            let uses = if case .use = machine.decide(wanted: 60, now: now) { true } else { false }
+            #expect(snapshot.usable(at: now) == uses, "at \(now.timeIntervalSince(expiresAt)) s from expiry")
+        }
+    }
+
+    @Test(
+        "no snapshot while refreshing, signed out or with a save pending; none carries a Bearer value for DPoP tokens")
+    func snapshotWhenNot() {
+        #expect(machine(.refreshing(Self.a)).snapshot(leeway: 60) == nil)
+        #expect(machine(.signedOut(nil)).snapshot(leeway: 60) == nil)
+        var pending = machine(.refreshing(Self.a))
+        _ = pending.persisted(false, Self.b, replacing: Self.a)
+        _ = try? pending.finish(Self.b, pending.ticket)
+        #expect(pending.snapshot(leeway: 60) == nil, "a pending save must reach the actor")
+        var bound = Self.a
+        bound.tokenType = "DPoP"
+        #expect(machine(.active(bound)).snapshot(leeway: 60)?.bearerValue == nil)
+        var thumbprinted = Self.a
+        thumbprinted.dpopKeyThumbprint = "thumb"
+        #expect(machine(.active(thumbprinted)).snapshot(leeway: 60)?.bearerValue == nil)
+        #expect(machine(.active(Self.a)).snapshot(leeway: 60)?.bearerValue == "Bearer a-1")
+    }
+
+    @Test(
         "a pending save turns 'use' into a refresh that only persists; newer(than:) hands out a newer generation only")
     func pendingSaveAndGenerations() {
         var machine = machine(.refreshing(Self.a))

@@ -57,6 +57,11 @@ struct AuthenticatedExchange {
                     current = try await session.credentials(after: rejected)
                     rejectedGeneration = nil
                 } else if let fresh = session.freshCredentials() {
+                    generation = fresh.generation
+                    // The common case, Bearer with credentials in hand: no copy of the token set at all.
+                    if let value = fresh.bearerValue, authenticator is BearerAuthenticator {
+                        return BearerAuthenticator.apply(value, to: request)
+                    }
                     current = (fresh.tokens, fresh.generation)
                     bearerValue = fresh.bearerValue
                 } else {

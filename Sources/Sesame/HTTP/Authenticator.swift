@@ -75,8 +75,12 @@ public struct BearerAuthenticator: Authenticator {
                 "the session holds DPoP-bound tokens and no DPoP key is in use: send with Authorization.dpop(_:), "
                     + "or sign in again")
         }
+        return Self.apply(context.bearerValue ?? "Bearer " + tokens.accessToken, to: request)
+    }
+
+    /// `request` with `Authorization: value`, replacing any there.
+    static func apply(_ value: String, to request: SesameHTTP.Request) -> SesameHTTP.Request {
         var request = request
-        let value = context.bearerValue ?? "Bearer " + tokens.accessToken
         if request.headers.contains("Authorization") {
             request.headers["Authorization"] = value
         } else {

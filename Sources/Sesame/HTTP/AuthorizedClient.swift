@@ -244,6 +244,7 @@ public struct AuthorizedClient: Sendable {
     /// Credentials are applied only while the request stays within the credential origins: one that starts outside
     /// them, or leaves them through a redirect, never gets them again (a foreign origin cannot redirect a request
     /// into the API to have it signed).
+    @inline(__always)
     private func send(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
         -> SesameHTTP.Response
     {
@@ -383,27 +384,37 @@ public struct AuthorizedClient: Sendable {
             url = components.url
         }
         guard let url else { throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)") }
-        var headers = endpoint.headers.fields.isEmpty ? Self.acceptJSON : endpoint.headers
-        if !headers.contains("Accept") { headers.add("Accept", "application/json") }
+        var headers = Self.acceptJSON
+        if !endpoint.headers.fields.isEmpty {
+            headers = endpoint.headers
+            if !headers.contains("Accept") { headers.add("Accept", "application/json") }
+        }
         let request = SesameHTTP.Request(
             method: endpoint.method, url: url, headers: headers, body: endpoint.body, timeout: endpoint.timeout)
         return (request, !absolute)
     }
 }
 
-/// URLs already resolved for paths under one base URL: at most 64, forgotten all at once beyond that.
+/// URLs already resolved for paths under one base URL: the 16 used last, compared byte for byte (an app calls the
+/// same few endpoints again and again; a scan of a few short strings is cheaper than hashing one).
 private final class ResolvedPaths: Sendable {
-    private let table = LockedValue<[String: URL]>([:])
+    private let table = LockedValue<(entries: [(path: String, url: URL)], next: Int)>(([], 0))
+    private static let capacity = 16
 
-    /// The URL for `path`, resolved by `resolve` the first time; only plain ASCII paths are kept (their `String`
-    /// keys compare byte for byte: no two spellings of one Unicode path can share an entry).
+    /// The URL for `path`, resolved by `resolve` the first time; only plain ASCII paths are kept (so that byte
+    /// equality is the only equality: no two spellings of one Unicode path can share an entry).
     func url(_ path: String, _ resolve: () throws -> URL?) rethrows -> URL? {
         guard path.utf8.count <= 256, path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return try resolve() }
-        if let known = table.withLock({ $0[path] }) { return known }
+        let known = table.withLock { table in table.entries.first { $0.path == path }?.url }
+        if let known { return known }
         guard let url = try resolve() else { return nil }
         table.withLock { table in
-            if table.count >= 64 { table.removeAll() }
-            table[path] = url
+            if table.entries.count < Self.capacity {
+                table.entries.append((path, url))
+            } else {
+                table.entries[table.next] = (path, url)
+                table.next = (table.next + 1) % Self.capacity
+            }
         }
         return url
     }

@@ -86,7 +86,7 @@ public actor AuthSession {
     /// The state and its rules; every change is mirrored into ``snapshot``.
     var machine: SessionMachine {
         didSet {
-            let current = machine.snapshot
+            let current = machine.snapshot(leeway: leeway)
             snapshot.withLock { $0 = current }
         }
     }
@@ -302,11 +302,9 @@ public actor AuthSession {
 
     /// Credentials that need nothing now (loaded, not expiring within the leeway, no pending save), read without a
     /// hop onto the actor; nil when anything is needed — then call ``credentials(minimumValidity:)``.
-    package nonisolated func freshCredentials() -> (tokens: TokenSet, generation: Int, bearerValue: String)? {
-        guard let current = snapshot.withLock({ $0 }),
-            case .use(let tokens, let generation) = current.decide(wanted: leeway, now: timeSource.now)
-        else { return nil }
-        return (tokens, generation, current.bearerValue)
+    nonisolated func freshCredentials() -> SessionMachine.Snapshot? {
+        guard let current = snapshot.withLock({ $0 }), current.usable(at: timeSource.now) else { return nil }
+        return current
     }
 
     private func decidedCredentials(_ minimumValidity: TimeInterval?) async throws

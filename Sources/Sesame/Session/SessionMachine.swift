@@ -215,33 +215,39 @@ struct SessionMachine {
         return .use(tokens, generation: generation)
     }
 
-    /// What a caller may read without the actor: the credentials in hand while no refresh runs.
-    var snapshot: Snapshot? {
-        guard case .active(let tokens) = phase else { return nil }
-        return Snapshot(
-            tokens: tokens, generation: generation, pendingSave: pendingSave != nil,
-            bearerValue: "Bearer " + tokens.accessToken)
+    /// What a caller may read without the actor for `leeway`: the credentials in hand while no refresh runs and
+    /// nothing waits to be saved (nil otherwise).
+    func snapshot(leeway: TimeInterval) -> Snapshot? {
+        guard case .active(let tokens) = phase, pendingSave == nil else { return nil }
+        return Snapshot(tokens: tokens, generation: generation, leeway: leeway)
     }
 
-    /// The part of the state ``decide(wanted:now:)`` needs while ``Phase/active`` (a class: reading it is one
-    /// retain, not a copy of the credentials).
+    /// The credentials in hand, with what ``decide(wanted:now:)`` would say about them worked out once: the instant
+    /// until which they are used as they are (a class: reading it is one retain, not a copy of the credentials).
     final class Snapshot: Sendable {
         let tokens: TokenSet
         let generation: Int
-        let pendingSave: Bool
-        /// `Bearer <access token>`, made once per credentials rather than once per request.
-        let bearerValue: String
+        /// `Bearer <access token>`, made once per credentials rather than once per request; nil when the tokens
+        /// are DPoP-bound (never sent as Bearer).
+        let bearerValue: String?
+        /// ``decide(wanted:now:)`` with the snapshot's leeway answers `.use` before this instant (nil: always).
+        let useUntil: Date?
 
-        init(tokens: TokenSet, generation: Int, pendingSave: Bool, bearerValue: String) {
+        init(tokens: TokenSet, generation: Int, leeway: TimeInterval) {
             self.tokens = tokens
             self.generation = generation
-            self.pendingSave = pendingSave
-            self.bearerValue = bearerValue
+            bearerValue =
+                SesameHTTP.Headers.same(tokens.tokenType, "dpop") || tokens.dpopKeyThumbprint != nil
+                ? nil : "Bearer " + tokens.accessToken
+            useUntil = tokens.expiresAt.map { expiresAt in
+                // `decide` refreshes once `expiresAt − now ≤ effective leeway`; without a refresh token it uses the
+                // token until it expires.
+                tokens.refreshToken == nil ? expiresAt : expiresAt.addingTimeInterval(-tokens.effectiveLeeway(leeway))
+            }
         }
 
-        func decide(wanted: TimeInterval, now: Date) -> Decision {
-            SessionMachine.decide(tokens, generation: generation, pendingSave: pendingSave, wanted: wanted, now: now)
-        }
+        /// Whether ``decide(wanted:now:)`` with the snapshot's leeway would use these credentials at `now`.
+        func usable(at now: Date) -> Bool { useUntil.map { now < $0 } ?? true }
     }
 
     /// The credentials in hand when they are newer than the rejected generation.
