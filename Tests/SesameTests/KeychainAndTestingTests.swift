@@ -67,6 +67,23 @@ import Testing
         #expect(KeychainStatus(osStatus: -34018) == .other(-34018))
     }
 
+    @Test(
+        "A negative, NaN or infinite refresh leeway never hands out an expired token",
+        arguments: [-3600, .nan, .infinity])
+    func hostileLeeway(leeway: TimeInterval) async throws {
+        let transport = ScriptedTransport()
+        let clock = ManualTimeSource()
+        let provider = RESTAuthProvider(
+            baseURL: try #require(URL(string: "https://api.example")), transport: transport, timeSource: clock)
+        let session = AuthSession(
+            provider: provider, store: InMemoryTokenStore(), timeSource: clock, refreshLeeway: leeway)
+        try await session.signIn(
+            with: TokenSet(accessToken: "a1", refreshToken: "r1", expiresAt: clock.now.addingTimeInterval(60)))
+        clock.advance(by: 61)
+        transport.enqueue(.json(200, #"{"accessToken":"a2","refreshToken":"r2","expiresIn":900,"tokenType":"Bearer"}"#))
+        #expect(try await session.validTokens().accessToken == "a2", "the expired a1 must not be handed out")
+    }
+
     @Test("A locked Keychain is 'unavailable', never 'signed out': no refresh from memory, recovery after unlock")
     func sessionSurvivesLockedKeychain() async throws {
         let keychain = InMemoryKeychain()

@@ -46,7 +46,6 @@ struct AuthenticatedExchange {
     /// - Throws: the session's errors (not signed in, session expired, transient) and the authenticator's.
     mutating func prepare() async throws -> SesameHTTP.Request {
         var tokens: TokenSet?
-        var bearerValue: String?
         if authenticator.usesSessionCredentials {
             switch credentials {
             case .none: break
@@ -63,7 +62,6 @@ struct AuthenticatedExchange {
                         return BearerAuthenticator.apply(value, to: request)
                     }
                     current = (fresh.tokens, fresh.generation)
-                    bearerValue = fresh.bearerValue
                 } else {
                     current = try await session.credentials()
                 }
@@ -71,9 +69,8 @@ struct AuthenticatedExchange {
                 generation = current.generation
             }
         }
-        var context = AuthenticationContext(tokens: tokens, nonce: nonce)
-        context.bearerValue = bearerValue
-        return try await authenticator.authenticate(request, context: context)
+        return try await authenticator.authenticate(
+            request, context: AuthenticationContext(tokens: tokens, nonce: nonce))
     }
 
     /// Reads `response` (to `outgoing`, as ``prepare()`` made it).

@@ -28,8 +28,6 @@ public struct AuthenticationContext: Sendable {
     public var tokens: TokenSet?
     /// A nonce the server asked for in its previous answer (DPoP's `DPoP-Nonce`), when there is one.
     public var nonce: String?
-    /// `Bearer <tokens.accessToken>`, when the session made it already (once per credentials, not per request).
-    package var bearerValue: String?
 
     /// Creates a context.
     public init(tokens: TokenSet? = nil, nonce: String? = nil) {
@@ -69,13 +67,13 @@ public struct BearerAuthenticator: Authenticator {
     {
         guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
         // A DPoP-bound token is never sent as Bearer (it would not work, and it would drop the proof).
-        guard !SesameHTTP.Headers.same(tokens.tokenType, "dpop"), tokens.dpopKeyThumbprint == nil else {
+        guard !tokens.isDPoPBound else {
             throw AuthError(
                 .dpopKeyMismatch,
                 "the session holds DPoP-bound tokens and no DPoP key is in use: send with Authorization.dpop(_:), "
                     + "or sign in again")
         }
-        return Self.apply(context.bearerValue ?? "Bearer " + tokens.accessToken, to: request)
+        return Self.apply("Bearer " + tokens.accessToken, to: request)
     }
 
     /// `request` with `Authorization: value`, replacing any there.

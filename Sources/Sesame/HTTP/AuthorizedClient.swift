@@ -250,7 +250,7 @@ public struct AuthorizedClient: Sendable {
     }
 }
 
-/// URLs already resolved for paths under one base URL: the 16 used last, compared byte for byte (an app calls the
+/// URLs already resolved for paths under one base URL: the last 16 added (the oldest replaced first), compared byte for byte (an app calls the
 /// same few endpoints again and again; a scan of a few short strings is cheaper than hashing one).
 private final class ResolvedPaths: Sendable {
     private let table = LockedValue<(entries: [(path: String, url: URL)], next: Int)>(([], 0))

@@ -70,7 +70,7 @@ public struct DPoPAuthenticator: Authenticator {
         -> SesameHTTP.Request
     {
         guard let tokens = context.tokens else { throw AuthError(.notSignedIn, "no one is signed in") }
-        guard tokens.tokenType.lowercased() == "dpop" else {
+        guard SesameHTTP.Headers.same(tokens.tokenType, "dpop") else {
             throw AuthError(.configuration, "the session's token is not a DPoP token; sign in again with DPoP")
         }
         guard let signer else { throw AuthError(.configuration, "the DPoP key is not a private asymmetric key") }
@@ -89,7 +89,7 @@ public struct DPoPAuthenticator: Authenticator {
     /// checks).
     static func check(_ tokens: TokenSet, boundTo thumbprint: String?) throws {
         guard let bound = tokens.dpopKeyThumbprint else {
-            if thumbprint == nil, tokens.tokenType.lowercased() == "dpop" {
+            if thumbprint == nil, SesameHTTP.Headers.same(tokens.tokenType, "dpop") {
                 throw AuthError(
                     .dpopKeyMismatch, "the tokens are DPoP-bound but no DPoP key is configured; sign in again")
             }

@@ -106,7 +106,7 @@ public actor AuthSession {
     ///   - profile: the key in the store (default `default`).
     ///   - timeSource: the clock for expiry decisions.
     ///   - refreshLeeway: refresh this long before the access token expires (default 60 s; never more than half
-    ///     the token's lifetime).
+    ///     the token's lifetime; a negative value counts as 0, a NaN or infinite one as the default).
     ///   - refreshBudget: the refresh-loop guard.
     public init(
         provider: any AuthProvider,
@@ -120,7 +120,8 @@ public actor AuthSession {
         self.store = store
         self.profile = profile
         self.timeSource = timeSource
-        self.leeway = refreshLeeway
+        // A negative or NaN leeway would hand out expired tokens: finite and at least zero.
+        self.leeway = refreshLeeway.isFinite ? max(0, refreshLeeway) : 60
         machine = SessionMachine(budget: refreshBudget)
     }
 

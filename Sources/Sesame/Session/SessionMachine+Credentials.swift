@@ -33,32 +33,37 @@ extension SessionMachine {
         return Snapshot(tokens: tokens, generation: generation, leeway: leeway)
     }
 
-    /// The credentials in hand, with what ``decide(wanted:now:)`` would say about them worked out once: the instant
-    /// until which they are used as they are (a class: reading it is one retain, not a copy of the credentials).
-    final class Snapshot: Sendable {
+    /// The credentials in hand, with what ``decide(wanted:now:)`` needs worked out once (a class: reading it is one
+    /// retain, not a copy of the credentials). Its description and mirror show no token.
+    final class Snapshot: Sendable, CustomStringConvertible, CustomReflectable {
         let tokens: TokenSet
         let generation: Int
         /// `Bearer <access token>`, made once per credentials rather than once per request; nil when the tokens
         /// are DPoP-bound (never sent as Bearer).
         let bearerValue: String?
-        /// ``decide(wanted:now:)`` with the snapshot's leeway answers `.use` before this instant (nil: always).
-        let useUntil: Date?
+        /// When the access token expires (nil: never).
+        private let expiresAt: Date?
+        /// How long before ``expiresAt`` the credentials stop being used: the effective leeway with a refresh
+        /// token, 0 without one (then the token is used until it expires).
+        private let margin: TimeInterval
 
         init(tokens: TokenSet, generation: Int, leeway: TimeInterval) {
             self.tokens = tokens
             self.generation = generation
-            bearerValue =
-                SesameHTTP.Headers.same(tokens.tokenType, "dpop") || tokens.dpopKeyThumbprint != nil
-                ? nil : "Bearer " + tokens.accessToken
-            useUntil = tokens.expiresAt.map { expiresAt in
-                // `decide` refreshes once `expiresAt − now ≤ effective leeway`; without a refresh token it uses the
-                // token until it expires.
-                tokens.refreshToken == nil ? expiresAt : expiresAt.addingTimeInterval(-tokens.effectiveLeeway(leeway))
-            }
+            bearerValue = tokens.isDPoPBound ? nil : "Bearer " + tokens.accessToken
+            expiresAt = tokens.expiresAt
+            margin = tokens.refreshToken == nil ? 0 : tokens.effectiveLeeway(leeway)
         }
 
-        /// Whether ``decide(wanted:now:)`` with the snapshot's leeway would use these credentials at `now`.
-        func usable(at now: Date) -> Bool { useUntil.map { now < $0 } ?? true }
+        /// Whether ``decide(wanted:now:)`` with the snapshot's leeway would use these credentials at `now`: the
+        /// same arithmetic (`expiresAt − now` against the margin), so the two agree to the last bit.
+        func usable(at now: Date) -> Bool { expiresAt.map { $0.timeIntervalSince(now) > margin } ?? true }
+
+        var description: String { "Snapshot(generation: \(generation), \(tokens))" }
+
+        var customMirror: Mirror {
+            Mirror(self, children: ["generation": generation, "tokens": tokens], displayStyle: .class)
+        }
     }
 
     /// The credentials in hand when they are newer than the rejected generation.
