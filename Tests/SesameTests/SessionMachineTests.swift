@@ -159,6 +159,16 @@ import Testing
         }
     }
 
+    @Test("the snapshot's description and mirror show no token")
+    func snapshotRedacted() throws {
+        let snapshot = try #require(machine(.active(Self.a)).snapshot(leeway: 60))
+        var dumped = ""
+        dump(snapshot, to: &dumped)
+        for text in [String(describing: snapshot), String(reflecting: snapshot), dumped] {
+            #expect(!text.contains("a-1") && !text.contains("r-1"), "\(text)")
+        }
+    }
+
     @Test(
         "no snapshot while refreshing, signed out or with a save pending; none carries a Bearer value for DPoP tokens")
     func snapshotWhenNot() {

@@ -51,8 +51,10 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     /// ``AuthError/Code/dpopKeyMismatch`` ("sign in again"), never a Bearer request.
     public var dpopKeyThumbprint: String?
 
-    /// Whether the tokens are bound to a DPoP key: the type is `DPoP` (in any ASCII case) or a key thumbprint is
-    /// recorded. Such tokens are never sent as Bearer.
+    /// Whether the tokens are bound to a DPoP key.
+    ///
+    /// True when the type is `DPoP` (in any ASCII case) or a key thumbprint is recorded; such tokens are never sent
+    /// as Bearer.
     public var isDPoPBound: Bool { SesameHTTP.Headers.same(tokenType, "dpop") || dpopKeyThumbprint != nil }
 
     /// Creates a token set.

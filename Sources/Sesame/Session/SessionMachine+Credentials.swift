@@ -33,8 +33,9 @@ extension SessionMachine {
         return Snapshot(tokens: tokens, generation: generation, leeway: leeway)
     }
 
-    /// The credentials in hand, with what ``decide(wanted:now:)`` needs worked out once (a class: reading it is one
-    /// retain, not a copy of the credentials). Its description and mirror show no token.
+    /// The credentials in hand, with what ``decide(wanted:now:)`` needs worked out once.
+    ///
+    /// A class: reading it is one retain, not a copy of the credentials. Its description and mirror show no token.
     final class Snapshot: Sendable, CustomStringConvertible, CustomReflectable {
         let tokens: TokenSet
         let generation: Int
