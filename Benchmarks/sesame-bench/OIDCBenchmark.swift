@@ -11,6 +11,7 @@ enum OIDCBenchmark {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000
         configuration.users = [(email: "bench@example.com", password: "bench-password")]
+        try OIDCServerBenchmark.prepare(&configuration)
         let server = try DevServer(configuration: configuration)
         let issuer = try server.start()
         defer { server.stop() }
@@ -18,7 +19,7 @@ enum OIDCBenchmark {
         let provider = try await OIDCAuthProvider.discover(
             issuer: issuer,
             configuration: .init(
-                clientID: "sesame-cli", redirectURI: "http://127.0.0.1:53682/callback",
+                clientID: OIDCServerBenchmark.clientID, redirectURI: OIDCServerBenchmark.redirect,
                 scopes: ["openid", "email", "offline_access"]))
         let agent = try BenchAgent(port: server.port)
         let pending = try await provider.authorizationRequest()
@@ -28,7 +29,7 @@ enum OIDCBenchmark {
         guard let idToken = tokens.idToken, let keys = provider.keys else { throw BenchmarkError("no ID token") }
 
         let validator = IDTokenValidator(
-            issuer: issuer.absoluteString, clientID: "sesame-cli",
+            issuer: issuer.absoluteString, clientID: OIDCServerBenchmark.clientID,
             algorithms: provider.metadata.idTokenSigningAlgorithms)
         let expectations = IDTokenValidator.Expectations(nonce: pending.nonce, accessToken: tokens.accessToken)
         let jwks = try await keys.keys()

@@ -6,11 +6,20 @@ import SesameJOSE
 /// file-backed SQLite database) and `/userinfo`, each beside the ES256 sign and verify rates of the same run.
 enum OIDCServerBenchmark {
     static let verifier = "sesame-bench-verifier-0123456789-abcdefghijklmnopqrstuvwxyz"
-    static let redirect = "http://127.0.0.1:53682/callback"
+    /// Not a loopback redirect, so that the remembered browser is sent back without a consent page.
+    static let redirect = "https://bench.example/callback"
+    /// The benchmark's client: public, `redirect` registered.
+    static let clientID = "bench"
+
+    /// Configures `configuration` for the benchmark's code flows: its client, and a remembered browser.
+    static func prepare(_ configuration: inout DevServer.Configuration) throws {
+        configuration.rememberBrowser = true
+        configuration.clients = [try RegisteredClient(specification: "\(clientID):\(redirect)")]
+    }
 
     static var authorizePath: String {
         let challenge = Base64URL.encode(JOSECrypto.sha256(Array(verifier.utf8)))
-        return "/authorize?client_id=sesame-cli&response_type=code&code_challenge_method=S256&code_challenge="
+        return "/authorize?client_id=\(clientID)&response_type=code&code_challenge_method=S256&code_challenge="
             + challenge + "&redirect_uri=" + escape(redirect) + "&scope=openid+email+offline_access&state=s&nonce=n"
     }
 
@@ -43,9 +52,12 @@ enum OIDCServerBenchmark {
     static func exchange(_ client: BenchClient, code: String) throws -> JOSEValue {
         let response = try client.form(
             "POST", "/token",
-            form: "grant_type=authorization_code&client_id=sesame-cli&code_verifier=\(verifier)&redirect_uri="
+            form: "grant_type=authorization_code&client_id=\(clientID)&code_verifier=\(verifier)&redirect_uri="
                 + escape(redirect) + "&code=" + escape(code))
-        guard response.status == 200 else { throw BenchmarkError("code exchange answered \(response.status)") }
+        guard response.status == 200 else {
+            throw BenchmarkError(
+                "code exchange answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        }
         return try JOSEValue.parse(response.body)
     }
 
@@ -101,7 +113,7 @@ enum OIDCServerBenchmark {
         let refresh = ServerBenchmark.chainLoad(port: port, tokens: tokens, seconds: seconds) { client, current in
             guard
                 let response = try? client.form(
-                    "POST", "/token", form: "grant_type=refresh_token&client_id=sesame-cli&refresh_token=" + current),
+                    "POST", "/token", form: "grant_type=refresh_token&client_id=\(clientID)&refresh_token=" + current),
                 response.status == 200
             else { return nil }
             return (try? JOSEValue.parse(response.body))?["refresh_token"]?.stringValue

@@ -25,6 +25,7 @@ enum ServerBenchmark {
         configuration.databasePath = directory.appendingPathComponent("bench.sqlite").path
         configuration.passwordIterations = 1000
         configuration.users = [(email: "bench@example.com", password: "bench-password")]
+        try OIDCServerBenchmark.prepare(&configuration)
         let server = try DevServer(configuration: configuration)
         try server.start()
         defer { server.stop() }

@@ -70,7 +70,17 @@ extension DevServer {
         public var rpTest: RPTestMode?
         /// Demand DPoP nonces (RFC 9449 §8): a proof without the current `DPoP-Nonce` is answered `use_dpop_nonce`.
         public var dpopNonce = false
-        /// Browser-session lifetime in seconds (the cookie that skips the sign-in form).
+        /// Whether a browser that signed in once skips the sign-in form afterwards ("sign in once, then silent").
+        ///
+        /// Off by default, because on `http://127.0.0.1` nothing in a cookie is private to this server: cookies
+        /// ignore ports, so any process listening on another loopback port that gets the browser to open one of its
+        /// URLs receives the session cookie (and can then sign in as that user here), and any page on another
+        /// loopback port can plant its own session cookie in the browser (later sign-ins become the planter's). With
+        /// it off, no session cookie is set or read: every sign-in asks for the password. With it on, a code still
+        /// never goes to a loopback redirect without a consent page naming the client, the user and the port
+        /// (`prompt=none` then fails with `consent_required`).
+        public var rememberBrowser = false
+        /// Browser-session lifetime in seconds (with ``rememberBrowser``).
         ///
         /// Default 12 hours.
         public var browserSessionTTL: Int64 = 12 * 3600

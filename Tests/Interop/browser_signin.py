@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """A real browser against the dev server's sign-in page (run by the Swift test BrowserInteropTests).
 
-usage: browser_signin.py SCREENSHOT_DIR EMAIL PASSWORD URL_FIRST URL_FORCED URL_SILENT
+usage: browser_signin.py SCREENSHOT_DIR EMAIL PASSWORD URL_FIRST URL_FORCED URL_NEIGHBOUR URL_AGAIN
 
 URL_FIRST: a fresh authorization request. Keyboard only (typing, Tab and Enter, no clicks), the script signs in
 with a wrong password first (the error must show), then with the right one, and reports the redirect's parameters.
-URL_FORCED: prompt=login; the form must show although the browser is signed in. URL_SILENT: the browser session
-must skip the form. Prints one JSON object; exits non-zero with a message when a step fails.
+URL_FORCED: prompt=login; the form must show. URL_NEIGHBOUR: a page on another loopback port (the hostile
+neighbour, which records the cookies it receives and plants its own). URL_AGAIN: a new authorization request;
+reports what the browser shows: "form" (the sign-in form), "consent" (the remembered browser's Continue page,
+which the script then accepts with Enter) or "redirect". Prints one JSON object; exits non-zero with a message when
+a step fails.
 """
 import json
 import sys
@@ -29,7 +32,7 @@ def redirect_parameters(url):
 
 
 def main():
-    shots, email, password, first, forced, silent = sys.argv[1:7]
+    shots, email, password, first, forced, neighbour, again = sys.argv[1:8]
     result = {}
     with chromium("--window-size=900,1000", "--disable-extensions") as driver:
         callback = urllib.parse.parse_qs(urllib.parse.urlsplit(first).query)["redirect_uri"][0]
@@ -73,9 +76,27 @@ def main():
             fail("prompt=login did not show the form")
         result["forcedForm"] = True
 
-        driver.get(silent)
-        wait.until(lambda d: d.current_url.startswith(callback))
-        result["silent"] = redirect_parameters(driver.current_url)
+        driver.get(neighbour)
+        result["neighbourPage"] = driver.find_element(By.TAG_NAME, "body").text[:200]
+
+        driver.get(again)
+        if driver.current_url.startswith(callback):
+            result["again"] = "redirect"
+        elif driver.find_elements(By.ID, "password"):
+            result["again"] = "form"
+            result["againPage"] = driver.find_element(By.TAG_NAME, "body").text[:600]
+        elif driver.find_elements(By.ID, "continue"):
+            result["again"] = "consent"
+            result["againPage"] = driver.find_element(By.TAG_NAME, "body").text[:600]
+            driver.save_screenshot(shots + "/consent.png")
+            focused = driver.switch_to.active_element
+            if focused.get_attribute("id") != "continue":
+                fail("the consent page's Continue button does not have the focus")
+            focused.send_keys(Keys.ENTER)
+            wait.until(lambda d: d.current_url.startswith(callback))
+            result["consented"] = redirect_parameters(driver.current_url)
+        else:
+            fail("after the neighbour: neither form, consent nor redirect: " + driver.page_source[:300])
     print(json.dumps(result))
 
 

@@ -125,7 +125,7 @@ import Testing
         let pushed = try oidc.browser.post(
             "/par", form: oidc.parameters(pkce), headers: [("DPoP", try Self.proof(oidc, key, "POST", "/par"))])
         let uri = try #require(pushed.json?["request_uri"]?.stringValue)
-        let redirect = try oidc.authorize([("client_id", "sesame-cli"), ("request_uri", uri)])
+        let redirect = try oidc.complete(try oidc.authorize([("client_id", "sesame-cli"), ("request_uri", uri)]))
         let code = try #require(redirect.redirectParameters["code"])
         let bearer = try oidc.exchange(code, pkce)
         #expect(bearer.error == "invalid_grant", "a code pushed with a proof needs one")

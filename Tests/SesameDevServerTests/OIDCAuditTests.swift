@@ -116,7 +116,7 @@ import Testing
 
     @Test("end-session with another user's ID token asks this browser's user first")
     func endSessionForeignHint() throws {
-        let oidc = try OIDCTestServer()
+        let oidc = try OIDCTestServer { $0.rememberBrowser = true }
         defer { oidc.stop() }
         let bobBrowser = TestBrowser(port: oidc.browser.port)
         let pkce = OIDCTestServer.PKCE()

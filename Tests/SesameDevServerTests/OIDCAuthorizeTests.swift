@@ -1,9 +1,10 @@
 import Foundation
-import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
 import SesameTesting
 import Testing
+
+@testable import SesameDevServer
 
 @Suite struct OIDCAuthorizeTests {
     @Test("discovery lists exactly what is supported, at both well-known paths")
@@ -148,43 +149,110 @@ import Testing
         #expect(good.status == 303 && good.redirectParameters["code"] != nil)
     }
 
-    @Test("the browser session skips the form; prompt=login forces it; prompt=none; max_age")
-    func browserSession() throws {
+    @Test(
+        "by default no browser session: no session cookie is set, a planted one is ignored, every sign-in asks for the password"
+    )
+    func noBrowserSessionByDefault() throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let pkce = OIDCTestServer.PKCE()
-        // prompt=none without a session: login_required, redirected.
+        _ = try oidc.code(pkce)
+        #expect(oidc.browser.cookie("sesame_session") == nil, "issue 20 #1: nothing for another port to steal")
+        // A real session (as a remembered browser would have), planted by a page on another loopback port (#3).
+        let planted = try oidc.server.store.createSession(
+            userID: try #require(try oidc.server.store.passwordRecord(email: "bob@example.com")).user.id,
+            authTime: Int64(oidc.clock.now.timeIntervalSince1970), ttl: 3600,
+            now: Int64(oidc.clock.now.timeIntervalSince1970))
+        oidc.browser.setCookie("sesame_session", planted)
+        let page = try oidc.authorize(oidc.parameters(pkce))
+        #expect(page.status == 200 && page.body.contains("id=\"password\""), "the form, not bob's code (#2, #3)")
+        #expect(page.body.contains("127.0.0.1:5555"), "the form names where the answer goes")
         let none = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
         #expect(none.status == 302 && none.redirectParameters["error"] == "login_required")
+    }
 
-        _ = try oidc.code(pkce)
+    @Test(
+        "a remembered browser: silent for a redirect that is not loopback; a loopback one gets a consent page naming the port (prompt=none: consent_required); prompt=login; max_age"
+    )
+    func rememberedBrowser() throws {
+        let oidc = try OIDCTestServer {
+            $0.rememberBrowser = true
+            $0.clients = [try RegisteredClient(specification: "web:https://app.example/cb")]
+        }
+        defer { oidc.stop() }
+        let pkce = OIDCTestServer.PKCE()
+        let web = ["client_id": "web", "redirect_uri": "https://app.example/cb"]
+        let none = try oidc.authorize(oidc.parameters(pkce, web.merging(["prompt": "none"]) { $1 }))
+        #expect(none.status == 302 && none.redirectParameters["error"] == "login_required")
+
+        _ = try oidc.code(pkce, web)
         let session = try #require(oidc.browser.cookie("sesame_session"))
         #expect(session.count == 43)
-        let again = try oidc.authorize(oidc.parameters(pkce))
+        let again = try oidc.authorize(oidc.parameters(pkce, web))
         #expect(
             again.status == 302 && again.redirectParameters["code"] != nil
                 && again.redirectParameters["iss"] == oidc.issuerText)
-        let silent = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
+        let silent = try oidc.authorize(oidc.parameters(pkce, web.merging(["prompt": "none"]) { $1 }))
         #expect(silent.status == 302 && silent.redirectParameters["code"] != nil)
-        let forced = try oidc.authorize(oidc.parameters(pkce, ["prompt": "login"]))
+        // A loopback redirect (any local process may listen there): never a code without the user (RFC 8252 §8.6).
+        let loopback = try oidc.authorize(oidc.parameters(pkce))
+        #expect(loopback.status == 200 && OIDCTestServer.isConsentPage(loopback) && loopback.location == nil)
+        #expect(loopback.body.contains("127.0.0.1:5555") && loopback.body.contains("sesame-cli"))
+        #expect(loopback.body.contains(OIDCTestServer.email))
+        let loopbackNone = try oidc.authorize(oidc.parameters(pkce, ["prompt": "none"]))
+        #expect(loopbackNone.status == 302 && loopbackNone.redirectParameters["error"] == "consent_required")
+        let continued = try oidc.complete(loopback)
+        #expect(continued.status == 303 && continued.redirectParameters["code"] != nil)
+        let cancelled = try oidc.browser.post(
+            "/authorize", form: try oidc.authorize(oidc.parameters(pkce)).hiddenFields() + [("action", "cancel")])
+        #expect(cancelled.redirectParameters["error"] == "access_denied")
+        let forced = try oidc.authorize(oidc.parameters(pkce, web.merging(["prompt": "login"]) { $1 }))
         #expect(forced.status == 200 && forced.body.contains("id=\"password\""))
 
         oidc.clock.advance(by: 120)
-        let stale = try oidc.authorize(oidc.parameters(pkce, ["max_age": "60"]))
+        let stale = try oidc.authorize(oidc.parameters(pkce, web.merging(["max_age": "60"]) { $1 }))
         #expect(stale.status == 200 && stale.body.contains("id=\"password\""))
-        let staleSilent = try oidc.authorize(oidc.parameters(pkce, ["max_age": "60", "prompt": "none"]))
+        let staleSilent = try oidc.authorize(
+            oidc.parameters(pkce, web.merging(["max_age": "60", "prompt": "none"]) { $1 }))
         #expect(staleSilent.redirectParameters["error"] == "login_required")
-        let recentEnough = try oidc.authorize(oidc.parameters(pkce, ["max_age": "600"]))
+        let recentEnough = try oidc.authorize(oidc.parameters(pkce, web.merging(["max_age": "600"]) { $1 }))
         #expect(recentEnough.status == 302)
         // auth_time is the sign-in's time, not the code's.
         let signInTime = Int64(oidc.clock.now.timeIntervalSince1970) - 120
         let code = try #require(recentEnough.redirectParameters["code"])
-        let tokens = try #require(try oidc.exchange(code, pkce).json)
+        let tokens = try #require(try oidc.exchange(code, pkce, client: "web", redirect: "https://app.example/cb").json)
         let claims = try JWT.unverifiedClaims(of: tokens["id_token"].string)
         #expect(abs((claims["auth_time"]?.doubleValue ?? 0) - Double(signInTime)) <= 1)
         // A forged session cookie is no session.
         oidc.browser.setCookie("sesame_session", Base64URL.encode(JOSECrypto.randomBytes(32)))
-        #expect(try oidc.authorize(oidc.parameters(pkce)).status == 200)
+        #expect(try oidc.authorize(oidc.parameters(pkce, web)).status == 200)
+    }
+
+    @Test(
+        "the consent form is good only for the session it was shown to: a planted CSRF cookie with its own token, or another session, gets 403"
+    )
+    func consentBoundToSession() throws {
+        let oidc = try OIDCTestServer { $0.rememberBrowser = true }
+        defer { oidc.stop() }
+        let pkce = OIDCTestServer.PKCE()
+        _ = try oidc.code(pkce)
+        let pairs = oidc.parameters(pkce, ["redirect_uri": "http://127.0.0.1:6001/evil"])
+        // The attacker's own browser (another session, its own CSRF cookie) fetches a consent form for its request.
+        let attacker = TestBrowser(port: oidc.browser.port)
+        let signIn = try oidc.authorize(pairs, browser: attacker)
+        _ = try attacker.post(
+            "/authorize", form: signIn.hiddenFields() + [("email", "bob@example.com"), ("password", "battery-staple")])
+        let attackerConsent = try oidc.authorize(pairs, browser: attacker)
+        #expect(OIDCTestServer.isConsentPage(attackerConsent))
+        // Planted in the victim's browser (cookie tossing from another port): the attacker's CSRF cookie and token.
+        oidc.browser.setCookie("sesame_csrf", try #require(attacker.cookie("sesame_csrf")))
+        let forged = try oidc.browser.post(
+            "/authorize", form: attackerConsent.hiddenFields() + [("action", "continue")])
+        #expect(forged.status == 403 && forged.location == nil, "no code for alice to the attacker's port")
+        let noSession = TestBrowser(port: oidc.browser.port)
+        noSession.setCookie("sesame_csrf", try #require(attacker.cookie("sesame_csrf")))
+        let orphan = try noSession.post("/authorize", form: attackerConsent.hiddenFields() + [("action", "continue")])
+        #expect(orphan.status == 403)
     }
 
     @Test("the dev panel signs in as a listed user with extra claims; without dev endpoints it is gone")

@@ -58,6 +58,7 @@ import Testing
     @Test("/end-session: id_token_hint and a registered post_logout_redirect_uri, state; clears the session")
     func endSession() throws {
         let oidc = try OIDCTestServer {
+            $0.rememberBrowser = true
             $0.clients = [try RegisteredClient(specification: "web:https://app.example/out")]
         }
         defer { oidc.stop() }

@@ -282,12 +282,16 @@ import Testing
         oidc.clock.advance(by: 10)
         #expect(try poll(device).error == "invalid_grant", "handed out once")
 
-        // Denied: with the browser session from above, no password needed.
+        // Denied: no browser session is kept (issue 20 #1), so the password again.
         let denied = try start()
         let page2 = try oidc.browser.get("/device")
-        #expect(page2.body.contains("Signed in as"))
+        #expect(!page2.body.contains("Signed in as") && oidc.browser.cookie("sesame_session") == nil)
         let confirm = try oidc.browser.post(
-            "/device", form: page2.hiddenFields() + [("user_code", denied["user_code"].string), ("action", "deny")])
+            "/device",
+            form: page2.hiddenFields() + [
+                ("user_code", denied["user_code"].string), ("email", OIDCTestServer.email),
+                ("password", OIDCTestServer.password), ("action", "deny"),
+            ])
         _ = try oidc.browser.post("/device", form: confirm.hiddenFields() + [("action", "deny")])
         #expect(try poll(denied).error == "access_denied")
         let expired = try start()

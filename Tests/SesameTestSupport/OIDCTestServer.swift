@@ -92,13 +92,7 @@ package struct OIDCTestServer: Sendable {
         _ pkce: PKCE, scope: String = "openid email offline_access", _ overrides: [String: String?] = [:]
     ) throws -> (code: String, parameters: [(String, String)]) {
         let pairs = parameters(pkce, scope: scope, overrides)
-        // A browser that is signed in already is sent straight back with a code.
-        let first = try authorize(pairs)
-        let page =
-            first.status == 302
-            ? first
-            : try browser.post(
-                "/authorize", form: first.hiddenFields() + [("email", Self.email), ("password", Self.password)])
+        let page = try complete(try authorize(pairs))
         guard [302, 303].contains(page.status) else {
             throw HarnessError("after sign-in: \(page.status) \(page.body.prefix(300))")
         }
@@ -160,14 +154,27 @@ package struct OIDCTestServer: Sendable {
         try browser.request("POST", path, headers: [("Content-Type", "application/json")], body: json.jsonBytes)
     }
 
+    /// What the user does on an authorization page: nothing when it is a redirect already (a remembered browser
+    /// and a redirect that is not loopback), Continue on the consent page (a remembered browser and a loopback
+    /// redirect), or alice's password on the sign-in form; the page after that.
+    package func complete(_ page: TestBrowser.Page) throws -> TestBrowser.Page {
+        guard page.status == 200 else { return page }
+        if Self.isConsentPage(page) {
+            return try browser.post("/authorize", form: page.hiddenFields() + [("action", "continue")])
+        }
+        return try browser.post(
+            "/authorize", form: page.hiddenFields() + [("email", Self.email), ("password", Self.password)])
+    }
+
+    /// Whether `page` is the "Continue as …?" page of a remembered browser.
+    package static func isConsentPage(_ page: TestBrowser.Page) -> Bool {
+        page.body.contains("id=\"continue\"") && !page.body.contains("id=\"password\"")
+    }
+
     /// Opens `url` as a browser would, posts the sign-in form (or is sent straight back), and returns the redirect.
     package func userAgent(_ url: URL) throws -> URL {
         let target = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?" + $0 } ?? "")
-        var page = try browser.get(target)
-        if page.status == 200 {
-            page = try browser.post(
-                "/authorize", form: page.hiddenFields() + [("email", Self.email), ("password", Self.password)])
-        }
+        let page = try complete(try browser.get(target))
         guard let location = page.location, let redirect = URL(string: location) else {
             throw HarnessError("no redirect: \(page.status)")
         }

@@ -218,6 +218,23 @@ struct AuthorizationRequest: Sendable, Equatable {
         }
     }
 
+    /// Whether `uri` is an `http` redirect to this machine (127.0.0.0/8, `[::1]`, `localhost`): where any local
+    /// process may be listening (RFC 8252 §8.3, §8.6).
+    static func isLoopback(_ uri: String) -> Bool {
+        guard let components = URLComponents(string: uri), components.scheme?.lowercased() == "http",
+            let host = components.host?.lowercased()
+        else { return false }
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// What the consent page names as the destination of a loopback redirect: host and port.
+    static func loopbackDestination(_ uri: String) -> String {
+        guard let components = URLComponents(string: uri), let host = components.host else { return uri }
+        return "\(host):\(components.port.map(String.init) ?? "80")"
+    }
+
     /// `uri` with `pairs` added to its query (RFC 6749 §4.1.2: keep the registered query).
     static func redirect(_ uri: String, adding pairs: [(String, String)]) -> String {
         let separator = uri.contains("?") ? (uri.hasSuffix("?") || uri.hasSuffix("&") ? "" : "&") : "?"

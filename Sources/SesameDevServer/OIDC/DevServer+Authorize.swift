@@ -7,7 +7,7 @@ extension DevServer {
     static let sessionCookie = "sesame_session"
     static let csrfCookie = "sesame_csrf"
     /// Fields of the sign-in form that are not part of the authorization request.
-    static let formFields: Set<String> = ["email", "password", "csrf", "sign_in_as", "claims", "action"]
+    static let formFields: Set<String> = ["email", "password", "csrf", "sign_in_as", "claims", "action", "consent"]
     /// Claims the dev panel may not set: the protocol's own.
     static let protocolClaims: Set<String> = [
         "iss", "sub", "aud", "azp", "exp", "iat", "nbf", "auth_time", "nonce", "at_hash", "c_hash", "jti", "sid", "cnf",
@@ -46,9 +46,12 @@ extension DevServer {
         Base64URL.encode(JOSECrypto.hmac(Array("\(purpose)\n\(cookie)".utf8), key: formSecret, algorithm: .hs256))
     }
 
-    func checkCSRF(_ request: HTTPServerRequest, token: String?, purpose: String) -> Bool {
+    /// Whether `token` is the CSRF token for `purpose` of this browser's CSRF cookie (and of `session`, the browser
+    /// session's cookie, when given: a consent form is good only for the session it was shown to).
+    func checkCSRF(_ request: HTTPServerRequest, token: String?, purpose: String, session: String? = nil) -> Bool {
         guard let cookie = cookie(Self.csrfCookie, in: request), let token else { return false }
-        return ConstantTime.equals(Array(csrfToken(cookie: cookie, purpose: purpose).utf8), Array(token.utf8))
+        let bound = session.map { cookie + "\n" + $0 } ?? cookie
+        return ConstantTime.equals(Array(csrfToken(cookie: bound, purpose: purpose).utf8), Array(token.utf8))
     }
 
     /// The browser's CSRF cookie, and the header that sets it when the browser has none yet.
@@ -62,9 +65,23 @@ extension DevServer {
         return (fresh, setCookie(Self.csrfCookie, fresh, maxAge: nil))
     }
 
-    func browserSession(_ request: HTTPServerRequest) -> (user: DevStore.User, authTime: Int64)? {
-        guard let token = cookie(Self.sessionCookie, in: request) else { return nil }
-        return try? store.session(token, now: now)
+    /// The browser's session: nil unless ``DevServer/Configuration/rememberBrowser`` is on (a session cookie is
+    /// then neither set nor read, so one planted by another loopback port means nothing).
+    func browserSession(_ request: HTTPServerRequest) -> (user: DevStore.User, authTime: Int64, token: String)? {
+        guard configuration.rememberBrowser, let token = cookie(Self.sessionCookie, in: request),
+            let session = try? store.session(token, now: now)
+        else { return nil }
+        return (session.user, session.authTime, token)
+    }
+
+    /// `Set-Cookie` values for a new browser session of `user`; none unless ``DevServer/Configuration/rememberBrowser``.
+    func newBrowserSession(_ user: DevStore.User, authTime: Int64) -> [String]? {
+        guard configuration.rememberBrowser else { return [] }
+        guard
+            let token = try? store.createSession(
+                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
+        else { return nil }
+        return setCookie(Self.sessionCookie, token, maxAge: configuration.browserSessionTTL)
     }
 
     // MARK: /authorize
@@ -77,7 +94,10 @@ extension DevServer {
             if case .failure(let failure) = parsed { return SignInPage.error(failure) }
             return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"))
         }
-        if request.method == "POST", parameters.values["csrf"] != nil { return signInSubmission(request, parameters) }
+        if request.method == "POST", parameters.values["csrf"] != nil {
+            return parameters.values["consent"] == "1"
+                ? consentSubmission(request, parameters) : signInSubmission(request, parameters)
+        }
         if let requestURI = parameters["request_uri"] {
             guard let clientID = parameters["client_id"] else {
                 return SignInPage.error(OAuthFailure("invalid_request", "client_id is required with request_uri"))
@@ -98,16 +118,67 @@ extension DevServer {
         let session = browserSession(request)
         let fresh =
             session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
+        // RFC 8252 §8.6: a code for a loopback redirect never goes out on a session alone, without the user.
+        let loopback = AuthorizationRequest.isLoopback(authorization.redirectURI)
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
                 return redirect(authorization, error: OAuthFailure("login_required", "no signed-in browser session"))
             }
+            if loopback {
+                return redirect(
+                    authorization,
+                    error: OAuthFailure("consent_required", "a loopback redirect needs the user's consent"))
+            }
             return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
         }
         if let session, fresh, authorization.prompt.isDisjoint(with: ["login", "select_account", "consent"]) {
+            if loopback { return consentPage(request, authorization, session: session) }
             return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
         }
         return signInForm(request, authorization, email: authorization.loginHint, error: nil)
+    }
+
+    /// "Continue as USER?" for a browser session and a loopback redirect: names the client, the user and the port.
+    private func consentPage(
+        _ request: HTTPServerRequest, _ authorization: AuthorizationRequest,
+        session: (user: DevStore.User, authTime: Int64, token: String)
+    ) -> HTTPServerResponse {
+        let csrf = csrfCookie(for: request)
+        let token = csrfToken(cookie: csrf.value + "\n" + session.token, purpose: "consent\n" + authorization.encoded)
+        var response = SignInPage.response(
+            200,
+            SignInPage.consent(
+                clientID: authorization.clientID, scope: authorization.scope,
+                signedInAs: session.user.email ?? session.user.id,
+                destination: AuthorizationRequest.loopbackDestination(authorization.redirectURI),
+                hidden: authorization.pairs + [("csrf", token), ("consent", "1")]))
+        for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
+        return response
+    }
+
+    /// The consent page's `POST`: the same session, a CSRF token made for it and this request, then a code.
+    private func consentSubmission(_ request: HTTPServerRequest, _ parameters: OAuthParameters) -> HTTPServerResponse {
+        let requestParameters = OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) })
+        let authorization: AuthorizationRequest
+        switch AuthorizationRequest.validate(requestParameters, clients: clients) {
+        case .success(let valid): authorization = valid
+        case .failure(let rejection): return reject(rejection)
+        }
+        guard let session = browserSession(request),
+            checkCSRF(
+                request, token: parameters.values["csrf"], purpose: "consent\n" + authorization.encoded,
+                session: session.token)
+        else {
+            return SignInPage.response(
+                403,
+                SignInPage.message(
+                    title: "This form has expired",
+                    text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+        }
+        if parameters.values["action"] != "continue" {
+            return redirect(authorization, error: OAuthFailure("access_denied", "the user did not continue"))
+        }
+        return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 303)
     }
 
     func signInForm(_ request: HTTPServerRequest, _ authorization: AuthorizationRequest, email: String?, error: String?)
@@ -123,7 +194,9 @@ extension DevServer {
             200,
             SignInPage.signIn(
                 clientID: authorization.clientID, scope: authorization.scope, hidden: hidden, email: email,
-                error: error, devUsers: devUsers))
+                error: error, devUsers: devUsers,
+                destination: AuthorizationRequest.isLoopback(authorization.redirectURI)
+                    ? AuthorizationRequest.loopbackDestination(authorization.redirectURI) : nil))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
@@ -173,15 +246,12 @@ extension DevServer {
             user = found
         }
         let authTime = now
-        guard
-            let session = try? store.createSession(
-                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
-        else { return Self.error(500, "server_error", "the session could not be stored") }
+        guard let setSession = newBrowserSession(user, authTime: authTime) else {
+            return Self.error(500, "server_error", "the session could not be stored")
+        }
         state.withLock { $0.counters.logins += 1 }
         var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
-        for set in setCookie(Self.sessionCookie, session, maxAge: configuration.browserSessionTTL) {
-            response.headers.add("Set-Cookie", set)
-        }
+        for set in setSession { response.headers.add("Set-Cookie", set) }
         return response
     }
 

@@ -82,12 +82,16 @@ extension DevServer {
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
         }
-        // Whoever answers (approve or deny) signs in first.
+        // Whoever answers (approve or deny) signs in first: a browser session, the confirmation's ticket from the
+        // sign-in a moment ago, or the password now.
         var setSession: [String] = []
         let user: DevStore.User
         let authTime: Int64
+        let confirmed = parameters.values["confirmed"] == "1"
         if let session = browserSession(request) {
             (user, authTime) = (session.user, session.authTime)
+        } else if confirmed, let ticketed = deviceTicketUser(request, parameters, userCode: typed) {
+            (user, authTime) = ticketed
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
             guard let found = verifyPassword(email: email, password: parameters.values["password"] ?? "") else {
@@ -96,14 +100,10 @@ extension DevServer {
                     status: 200)
             }
             (user, authTime) = (found, now)
-            if let token = try? store.createSession(
-                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
-            {
-                setSession = setCookie(Self.sessionCookie, token, maxAge: configuration.browserSessionTTL)
-            }
+            setSession = newBrowserSession(user, authTime: authTime) ?? []
         }
         var response: HTTPServerResponse
-        if parameters.values["confirmed"] != "1" {
+        if !confirmed {
             // RFC 8628 §5.4 (remote phishing): say which client asks for what, and decide on a second step.
             response = SignInPage.response(
                 200,
@@ -113,7 +113,7 @@ extension DevServer {
                     hidden: [
                         ("csrf", csrfToken(cookie: csrfCookie(for: request).value, purpose: "device")),
                         ("user_code", DevStore.canonicalUserCode(typed)), ("confirmed", "1"),
-                    ]))
+                    ] + deviceTicket(request, user: user, authTime: authTime, userCode: typed)))
         } else if parameters.values["action"] == "deny" {
             _ = try? store.decideDevice(userCode: typed, userID: nil, authTime: now, now: now)
             response = SignInPage.response(
@@ -130,6 +130,39 @@ extension DevServer {
         }
         for set in setSession { response.headers.add("Set-Cookie", set) }
         return response
+    }
+
+    /// How long the confirmation step may take after signing in on the device page.
+    static let deviceTicketTTL: Int64 = 300
+
+    /// The confirmation's proof that `user` signed in on this browser's device page for this code a moment ago (no
+    /// browser session needed): the user, the sign-in time and an expiry, MACed with the browser's CSRF cookie.
+    private func deviceTicket(_ request: HTTPServerRequest, user: DevStore.User, authTime: Int64, userCode: String)
+        -> [(String, String)]
+    {
+        let fields = [user.id, String(authTime), String(now + Self.deviceTicketTTL)]
+        let mac = csrfToken(
+            cookie: csrfCookie(for: request).value,
+            purpose: (["device-ticket", DevStore.canonicalUserCode(userCode)] + fields).joined(separator: "\n"))
+        return [
+            ("ticket_user", fields[0]), ("ticket_auth_time", fields[1]), ("ticket_expiry", fields[2]), ("ticket", mac),
+        ]
+    }
+
+    /// The user and sign-in time of a valid ticket for this code and this browser, unexpired; nil otherwise.
+    private func deviceTicketUser(_ request: HTTPServerRequest, _ parameters: OAuthParameters, userCode: String)
+        -> (DevStore.User, Int64)?
+    {
+        guard let userID = parameters["ticket_user"], let authText = parameters["ticket_auth_time"],
+            let expiryText = parameters["ticket_expiry"], let authTime = Int64(authText),
+            let expiry = Int64(expiryText), now < expiry,
+            checkCSRF(
+                request, token: parameters["ticket"],
+                purpose: ["device-ticket", DevStore.canonicalUserCode(userCode), userID, authText, expiryText]
+                    .joined(separator: "\n")),
+            let user = try? store.user(id: userID)
+        else { return nil }
+        return (user, authTime)
     }
 
     /// Wrong user codes accepted per minute before the device page refuses more.

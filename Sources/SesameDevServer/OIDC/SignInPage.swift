@@ -97,13 +97,18 @@ enum SignInPage {
     /// The sign-in form for an authorization request.
     static func signIn(
         clientID: String, scope: [String], hidden: [(String, String)], email: String?, error: String?,
-        devUsers: [(id: String, label: String)]?
+        devUsers: [(id: String, label: String)]?, destination: String? = nil
     ) -> String {
         var body = """
             <h1>Sign in</h1>
             <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
             \(scopeList(scope))
             """
+        if let destination {
+            body +=
+                "<p>The answer goes to the program listening on <strong id=\"destination\">\(escape(destination))</strong> "
+                + "on this computer.</p>\n"
+        }
         if let error { body += "<p class=\"error\" role=\"alert\" id=\"error\">\(escape(error))</p>\n" }
         // After a wrong password the email is kept, so the password field takes the focus.
         let focusPassword = error != nil && !(email ?? "").isEmpty
@@ -192,6 +197,25 @@ enum SignInPage {
             </form>
             """
         return page(title: "Connect this device?", body: body)
+    }
+
+    /// "Continue as USER?": a browser session about to send a code to a loopback redirect (RFC 8252 §8.6).
+    static func consent(
+        clientID: String, scope: [String], signedInAs: String, destination: String, hidden: [(String, String)]
+    ) -> String {
+        let body = """
+            <h1>Continue as \(escape(signedInAs))?</h1>
+            <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
+            \(scopeList(scope))
+            <p>The answer goes to the program listening on <strong id="destination">\(escape(destination))</strong> on
+            this computer. Continue only if you just started this sign-in there.</p>
+            <form method="post" action="/authorize" aria-label="Continue or cancel">
+            \(hiddenFields(hidden))
+            <div class="row"><button type="submit" name="action" value="continue" id="continue" autofocus>Continue</button>
+            <button type="submit" class="secondary" name="action" value="cancel" id="cancel">Cancel</button></div>
+            </form>
+            """
+        return page(title: "Continue?", body: body)
     }
 
     static func message(title: String, text: String) -> String {

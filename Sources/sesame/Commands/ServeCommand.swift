@@ -90,6 +90,10 @@ struct ServeCommand: SesameCommand {
         "--dpop-nonce",
         "demand DPoP nonces (use_dpop_nonce until a proof carries the current one); DPoP proofs are always accepted on /token, /par, /userinfo and /me"
     )
+    static let rememberBrowser = OptionSpec(
+        "--remember-browser",
+        "let a browser that signed in once skip the password later (any local program that can make your browser open a loopback URL can then take that session: see the README)"
+    )
     static let rpTest = OptionSpec(
         "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)")
     static let appleBundleID = OptionSpec(
@@ -101,7 +105,7 @@ struct ServeCommand: SesameCommand {
     static let options: [OptionSpec] = [
         host, port, database, issuer, accessTokenTTL, refreshTokenTTL, signingAlgorithm, user, faults, faultSeed,
         usersFile, noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery,
-        dpopNonce, rpTest,
+        dpopNonce, rememberBrowser, rpTest,
         appleBundleID, appleJWKS,
     ]
 
@@ -215,6 +219,7 @@ struct ServeCommand: SesameCommand {
         configuration.refreshReuseGrace = Int64(
             try integer(arguments, refreshReuseGrace, default: 0, range: 0...3600))
         configuration.dpopNonce = arguments.flag(dpopNonce)
+        configuration.rememberBrowser = arguments.flag(rememberBrowser)
         if arguments.value(rotateKeysEvery) != nil {
             configuration.keyRotationInterval = Int64(
                 try integer(arguments, rotateKeysEvery, default: 0, range: 1...86400 * 365))
