@@ -17,6 +17,8 @@ struct Counters: Sendable {
     var reuseGraceRefreshes = 0
     var revocations = 0
     var endSessions = 0
+    /// Passwords hashed to be checked (a back-off answers without hashing).
+    var passwordChecks = 0
 
     var jsonValue: JOSEValue {
         var requestCounts = JOSEObject()
@@ -30,6 +32,7 @@ struct Counters: Sendable {
             "codeReuses": .integer(Int64(codeReuses)), "deviceGrants": .integer(Int64(deviceGrants)),
             "reuseGraceRefreshes": .integer(Int64(reuseGraceRefreshes)),
             "revocations": .integer(Int64(revocations)), "endSessions": .integer(Int64(endSessions)),
+            "passwordChecks": .integer(Int64(passwordChecks)),
         ]
     }
 }

@@ -6,7 +6,6 @@ import SesameLoopback
 extension DevServer {
     /// A fixed salt for the dummy hash computed when an email is unknown, so that a login for an unknown account
     /// costs the same time as one with a wrong password (no user enumeration by timing).
-    private static let dummySalt = [UInt8](repeating: 0x5A, count: 16)
 
     func register(_ request: HTTPServerRequest) -> HTTPServerResponse {
         Self.withJSONBody(request) { body in
@@ -49,15 +48,17 @@ extension DevServer {
                 return Self.error(400, "invalid_request", "the email is not valid (control or invisible characters?)")
             }
             do {
-                let record = try store.passwordRecord(email: email)
-                let hash = hashPassword(
-                    password, salt: record?.salt ?? Self.dummySalt,
-                    iterations: record?.iterations ?? configuration.passwordIterations)
-                guard let record, ConstantTime.equals(hash, record.hash) else {
-                    return Self.error(401, "invalid_credentials", "the email or password is wrong")
+                switch checkPassword(email: email, password: password) {
+                case .wrong: return Self.error(401, "invalid_credentials", "the email or password is wrong")
+                case .backOff(let seconds):
+                    var response = Self.error(
+                        429, "too_many_attempts", "too many wrong passwords for this account; wait \(seconds) s")
+                    response.headers.set("Retry-After", String(seconds))
+                    return response
+                case .user(let user):
+                    state.withLock { $0.counters.logins += 1 }
+                    return try authResponse(for: user, status: 200)
                 }
-                state.withLock { $0.counters.logins += 1 }
-                return try authResponse(for: record.user, status: 200)
             } catch {
                 return Self.error(500, "server_error", "the sign-in could not be completed")
             }

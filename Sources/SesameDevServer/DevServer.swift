@@ -33,8 +33,12 @@ public final class DevServer: Sendable {
         var rpTest: RPTestMode?
         /// ID tokens issued since the RP test mode was set (the key-rotation modes act on the first).
         var rpTestIDTokens = 0
-        /// When wrong user codes were typed on the device page (the last minute's).
-        var deviceCodeFailures: [Int64] = []
+        /// Wrong user codes typed on the device page, per browser (its CSRF cookie): 5 a minute.
+        var deviceCodeFailures = FailureWindow(limit: 5, window: 60)
+        /// Wrong user codes from all browsers together: the backstop against guessing with fresh cookies.
+        var allDeviceCodeFailures = FailureWindow(limit: DevServer.deviceCodeFailuresPerMinute, window: 60)
+        /// Password checks per account (``PasswordBackOff``).
+        var passwordBackOff = PasswordBackOff()
     }
 
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.

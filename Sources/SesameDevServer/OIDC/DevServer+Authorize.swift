@@ -238,12 +238,20 @@ extension DevServer {
             user = found
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
-            guard let found = verifyPassword(email: email, password: parameters.values["password"] ?? "") else {
+            switch checkPassword(email: email, password: parameters.values["password"] ?? "") {
+            case .user(let found): user = found
+            case .wrong:
                 return signInForm(
                     request, authorization, email: parameters.values["email"],
                     error: "The email or password is wrong. Try again.")
+            case .backOff(let seconds):
+                var page = signInForm(
+                    request, authorization, email: parameters.values["email"],
+                    error: "Too many wrong passwords for this account. Wait \(seconds) s, then try again.")
+                page.status = 429
+                page.headers.set("Retry-After", String(seconds))
+                return page
             }
-            user = found
         }
         let authTime = now
         guard let setSession = newBrowserSession(user, authTime: authTime) else {
@@ -255,8 +263,29 @@ extension DevServer {
         return response
     }
 
+    /// What a password check found.
+    enum PasswordCheck {
+        case user(DevStore.User)
+        case wrong
+        /// The account is in back-off (``PasswordBackOff``): try again in this many seconds; nothing was checked.
+        case backOff(Int64)
+    }
+
+    /// Checks `password` for `email` (normalized), under the account's back-off.
+    func checkPassword(email: String, password: String) -> PasswordCheck {
+        let time = now
+        if let wait = state.withLock({ $0.passwordBackOff.admit(email, now: time) }) { return .backOff(wait) }
+        state.withLock { $0.counters.passwordChecks += 1 }
+        guard let user = verifyPassword(email: email, password: password) else {
+            state.withLock { $0.passwordBackOff.failed(email, now: time) }
+            return .wrong
+        }
+        state.withLock { $0.passwordBackOff.succeeded(email) }
+        return .user(user)
+    }
+
     /// The user whose password this is, or nil; as slow for an unknown email as for a wrong password.
-    func verifyPassword(email: String, password: String) -> DevStore.User? {
+    private func verifyPassword(email: String, password: String) -> DevStore.User? {
         guard Self.isPlausible(email: email), password.utf8.count <= 1024 else { return nil }
         let record = try? store.passwordRecord(email: email)
         let hash = hashPassword(

@@ -49,8 +49,7 @@ extension DevServer {
             SignInPage.device(
                 userCode: userCode, signedInAs: session.map { $0.user.email ?? $0.user.id },
                 hidden: [("csrf", csrfToken(cookie: csrf.value, purpose: "device"))], message: message,
-                isError: isError,
-                request: userCode.flatMap { try? store.pendingDevice(userCode: $0, now: now) }))
+                isError: isError))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
@@ -65,19 +64,26 @@ extension DevServer {
                 request, userCode: typed, message: "This form has expired. Enter the code again.", isError: true,
                 status: 403)
         }
-        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited (per server, per minute).
+        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited: 5 a minute per browser (its CSRF
+        // cookie, which the CSRF check above proved), and a backstop for all browsers together against guessing
+        // with ever-new cookies (high enough that only such a campaign reaches it).
         let time = now
-        let throttled = state.withLock { state -> Bool in
-            state.deviceCodeFailures.removeAll { $0 <= time - 60 }
-            return state.deviceCodeFailures.count >= Self.deviceCodeFailuresPerMinute
+        let browser = cookie(Self.csrfCookie, in: request) ?? ""
+        let throttled = state.withLock {
+            $0.deviceCodeFailures.isOver(browser, now: time) || $0.allDeviceCodeFailures.isOver("", now: time)
         }
         guard !throttled else {
-            return devicePage(
+            var page = devicePage(
                 request, userCode: typed, message: "Too many wrong codes. Wait a minute, then try again.",
                 isError: true, status: 429)
+            page.headers.set("Retry-After", "60")
+            return page
         }
         guard let pending = try? store.pendingDevice(userCode: typed, now: now) else {
-            state.withLock { $0.deviceCodeFailures.append(time) }
+            state.withLock {
+                $0.deviceCodeFailures.record(browser, now: time)
+                $0.allDeviceCodeFailures.record("", now: time)
+            }
             return devicePage(
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
@@ -94,12 +100,20 @@ extension DevServer {
             (user, authTime) = ticketed
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
-            guard let found = verifyPassword(email: email, password: parameters.values["password"] ?? "") else {
+            switch checkPassword(email: email, password: parameters.values["password"] ?? "") {
+            case .user(let found): (user, authTime) = (found, now)
+            case .wrong:
                 return devicePage(
                     request, userCode: typed, message: "The email or password is wrong. Try again.", isError: true,
                     status: 200)
+            case .backOff(let seconds):
+                var page = devicePage(
+                    request, userCode: typed,
+                    message: "Too many wrong passwords for this account. Wait \(seconds) s, then try again.",
+                    isError: true, status: 429)
+                page.headers.set("Retry-After", String(seconds))
+                return page
             }
-            (user, authTime) = (found, now)
             setSession = newBrowserSession(user, authTime: authTime) ?? []
         }
         var response: HTTPServerResponse
@@ -165,6 +179,6 @@ extension DevServer {
         return (user, authTime)
     }
 
-    /// Wrong user codes accepted per minute before the device page refuses more.
-    static let deviceCodeFailuresPerMinute = 20
+    /// Wrong user codes from all browsers together per minute before the device page refuses more.
+    static let deviceCodeFailuresPerMinute = 300
 }

@@ -145,13 +145,10 @@ enum SignInPage {
     /// The device-flow page (RFC 8628 §3.3): enter the code, sign in (or continue as the signed-in user), decide.
     static func device(
         userCode: String?, signedInAs: String?, hidden: [(String, String)], message: String?,
-        isError: Bool, request: (clientID: String, scope: [String])? = nil
+        isError: Bool
     ) -> String {
+        // The client is named only on the confirmation, after a valid code was posted: a look-up by URL tells nothing.
         var body = "<h1>Connect a device</h1>\n<p class=\"sub\">Enter the code your device shows.</p>\n"
-        if let request {
-            body +=
-                "<p><strong>\(escape(request.clientID))</strong> on that device asks to:</p>\n\(scopeList(request.scope))\n"
-        }
         // With the code filled in (from verification_uri_complete) the focus goes to the first field still empty.
         let codeFocus = userCode?.isEmpty ?? true
         if let message {

@@ -1,0 +1,112 @@
+import Foundation
+import SesameJOSE
+import SesameTestSupport
+import SesameTesting
+import Testing
+
+@testable import SesameDevServer
+
+/// Issue 20 #6–#8: limits that fall on whoever misbehaves — a browser guessing device codes, a client guessing one
+/// account's password — and on nobody else.
+@Suite struct ThrottleTests {
+    static func counters(_ oidc: OIDCTestServer) throws -> JOSEValue {
+        try #require(try oidc.browser.get("/_dev/counters").json)
+    }
+
+    static func login(_ oidc: OIDCTestServer, _ email: String, _ password: String) throws -> TestBrowser.Page {
+        try oidc.browser.request(
+            "POST", "/login", headers: [("Content-Type", "application/json")],
+            body: JOSEValue.object(["email": .string(email), "password": .string(password)]).jsonBytes)
+    }
+
+    @Test("#6: one browser's wrong device codes lock out that browser only; a backstop counts all browsers together")
+    func deviceCodesPerBrowser() throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let device = try #require(
+            try oidc.browser.post("/device_authorization", form: [("client_id", "sesame-cli")]).json)
+        let guesser = TestBrowser(port: oidc.browser.port)
+        let form = try guesser.get("/device").hiddenFields()
+        var statuses: [Int] = []
+        for guess in 0..<7 {
+            statuses.append(
+                try guesser.post("/device", form: form + [("user_code", "BCDF-GH\(guess)K"), ("action", "approve")])
+                    .status)
+        }
+        #expect(statuses.prefix(5).allSatisfy { $0 == 200 } && statuses.suffix(2).allSatisfy { $0 == 429 })
+        // Another browser (the user's) with the right code: the confirmation, as if nobody had guessed.
+        let page = try oidc.browser.get("/device")
+        let user = try oidc.browser.post(
+            "/device",
+            form: page.hiddenFields() + [
+                ("user_code", device["user_code"].string), ("email", OIDCTestServer.email),
+                ("password", OIDCTestServer.password), ("action", "approve"),
+            ])
+        #expect(user.status == 200 && user.body.contains("Connect this device?"), "\(user.status)")
+
+        // Guessing with ever-new cookies meets the backstop (all browsers, per minute).
+        var last = 0
+        for round in 0..<(DevServer.deviceCodeFailuresPerMinute / 5 + 1) {
+            let fresh = TestBrowser(port: oidc.browser.port)
+            let fields = try fresh.get("/device").hiddenFields()
+            for guess in 0..<5 {
+                last = try fresh.post(
+                    "/device", form: fields + [("user_code", "ZZZZ-\(round % 10)\(guess)ZZ"), ("action", "approve")]
+                ).status
+            }
+        }
+        #expect(last == 429)
+        oidc.clock.advance(by: 61)
+        let later = try oidc.browser.post(
+            "/device",
+            form: try oidc.browser.get("/device").hiddenFields() + [("user_code", "BCDF-GHJK"), ("action", "approve")])
+        #expect(later.status == 200, "a minute later the backstop is open again")
+    }
+
+    @Test("#7: GET /device?user_code= names no client and looks the same for a valid and an invalid code")
+    func deviceLookUpIsNoOracle() throws {
+        let oidc = try OIDCTestServer {
+            $0.clients = [try RegisteredClient(specification: "tv-app:http://127.0.0.1/cb")]
+        }
+        defer { oidc.stop() }
+        let device = try #require(try oidc.browser.post("/device_authorization", form: [("client_id", "tv-app")]).json)
+        let valid = device["user_code"].string
+        let invalid = "BCDF-GHJK" == valid ? "BCDF-GHJL" : "BCDF-GHJK"
+        _ = try oidc.browser.get("/device")  // the CSRF cookie first, so both pages carry the same token
+        let shown = try oidc.browser.get("/device?user_code=" + valid)
+        let other = try oidc.browser.get("/device?user_code=" + invalid)
+        #expect(!shown.body.contains("tv-app"))
+        #expect(
+            shown.body.replacingOccurrences(of: valid, with: "CODE")
+                == other.body.replacingOccurrences(of: invalid, with: "CODE"))
+    }
+
+    @Test(
+        "#8: after 5 wrong passwords an account is checked once a second (more answered 429 without hashing); other accounts are untouched; a correct password still gets in"
+    )
+    func passwordBackOff() throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        for _ in 0..<5 {
+            #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
+        }
+        let checked = try Self.counters(oidc)["passwordChecks"]?.doubleValue ?? -1
+        let sixth = try Self.login(oidc, OIDCTestServer.email, "wrong-password")
+        #expect(sixth.status == 401, "one check a second goes through")
+        var refused: [TestBrowser.Page] = []
+        for _ in 0..<20 { refused.append(try Self.login(oidc, OIDCTestServer.email, "wrong-password")) }
+        #expect(refused.allSatisfy { $0.status == 429 && $0.header("Retry-After") == "1" })
+        #expect(try Self.counters(oidc)["passwordChecks"]?.doubleValue == checked + 1, "the 429s hashed nothing")
+        // Bob is not affected.
+        #expect(try Self.login(oidc, "bob@example.com", "battery-staple").status == 200)
+        // The sign-in form says the same for alice, and the device page too.
+        let pkce = OIDCTestServer.PKCE()
+        let form = try oidc.signIn(oidc.parameters(pkce))
+        #expect(form.status == 429 && form.body.contains("Too many wrong passwords"))
+        // A second later alice's correct password gets in, and her count starts over.
+        oidc.clock.advance(by: 1)
+        #expect(try Self.login(oidc, OIDCTestServer.email, OIDCTestServer.password).status == 200)
+        #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
+        #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
+    }
+}
