@@ -68,8 +68,11 @@ let package = Package(
             dependencies: ["Sesame", "SesameJOSE"],
             swiftSettings: swiftSettings
         ),
+        // epoll for SesameLoopback's event loop (Linux only: elsewhere the loop uses poll).
+        .target(name: "CSesameEpoll"),
         .target(
             name: "SesameLoopback",
+            dependencies: [.target(name: "CSesameEpoll", condition: .when(platforms: [.linux, .android]))],
             swiftSettings: swiftSettings
         ),
         // SQLite (Debian `libsqlite3-dev`) for the dev server; Apple platforms use their SQLite3 module.

@@ -29,6 +29,8 @@ command -v fish >/dev/null 2>&1 || missing+=(fish)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# wrk: `sesame-bench server` drives the dev server with 10 and 1,000 keep-alive connections.
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 # Glewlwyd: a real OpenID Connect provider that demands DPoP nonces (the DPoP interop test), with sqlite3 and
 # openssl for its set-up script.
 command -v glewlwyd >/dev/null 2>&1 || missing+=(glewlwyd)

@@ -65,6 +65,8 @@ enum OIDCServerBenchmark {
         let codeExchange: Double
         let refresh: Double
         let userInfo: Double
+        /// An access token for `/userinfo` (for wrk).
+        let accessToken: String
     }
 
     static func run(port: Int, email: String, password: String, seconds: Double) throws -> Rates {
@@ -118,6 +120,7 @@ enum OIDCServerBenchmark {
             else { return nil }
             return (try? JOSEValue.parse(response.body))?["refresh_token"]?.stringValue
         }
-        return Rates(codeExchange: Double(exchanged) / spent, refresh: refresh, userInfo: userInfo)
+        return Rates(
+            codeExchange: Double(exchanged) / spent, refresh: refresh, userInfo: userInfo, accessToken: access)
     }
 }

@@ -89,7 +89,29 @@ enum ServerBenchmark {
         report("ratio_userinfo_over_es256_verify", oidc.userInfo / ceiling)
         report("ratio_refresh_over_es256_sign", oidc.refresh / signRate)
         report("ratio_code_exchange_over_es256_sign", oidc.codeExchange / signRate)
-        if let wrk = wrkRate(port: port, bearer: accessToken, seconds: seconds) { report("wrk_server_me", wrk) }
+        // wrk (Debian's): the same routes with 10 and with 1,000 keep-alive connections, and the server's memory.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk") {
+            let oidcAccess = oidc.accessToken
+            for connections in [10, 1000] {
+                for (route, bearer) in [("/me", accessToken), ("/userinfo", oidcAccess)] {
+                    if let rate = wrkRate(
+                        port: port, path: route, bearer: bearer, connections: connections, seconds: seconds)
+                    {
+                        report("wrk_c\(connections)\(route.replacingOccurrences(of: "/", with: "_"))", rate)
+                    }
+                }
+            }
+            if let soak = Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SOAK"] ?? "") {
+                let before = residentKiB()
+                let rate = wrkRate(port: port, path: "/userinfo", bearer: oidcAccess, connections: 1000, seconds: soak)
+                report("soak_seconds", soak)
+                report("soak_wrk_c1000_userinfo", rate ?? -1)
+                report("soak_rss_kib_before", Double(before))
+                report("soak_rss_kib_after", Double(residentKiB()))
+            }
+        } else {
+            print("# wrk not installed (Scripts/install-deps.sh installs it): no wrk figures")
+        }
     }
 
     private static func refreshLoad(port: Int, tokens: [String], seconds: Double) throws -> Double {
@@ -127,14 +149,22 @@ enum ServerBenchmark {
         return Double(counts.total) / Date().timeIntervalSince(start)
     }
 
-    /// Runs wrk against `/me` when it is installed; nil otherwise.
-    private static func wrkRate(port: Int, bearer: String, seconds: Double) -> Double? {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk") else { return nil }
+    /// This process's resident memory (the in-process server's), from /proc.
+    static func residentKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+
+    /// Requests a second wrk reaches on `path` with `connections` keep-alive connections (two threads).
+    private static func wrkRate(port: Int, path: String, bearer: String, connections: Int, seconds: Double)
+        -> Double?
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
         process.arguments = [
-            "-t1", "-c4", "-d\(max(1, Int(seconds)))s", "-H", "Authorization: Bearer \(bearer)",
-            "http://127.0.0.1:\(port)/me",
+            "-t2", "-c\(connections)", "-d\(max(1, Int(seconds)))s", "-H", "Authorization: Bearer \(bearer)",
+            "http://127.0.0.1:\(port)\(path)",
         ]
         let output = Pipe()
         process.standardOutput = output

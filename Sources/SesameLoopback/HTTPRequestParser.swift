@@ -19,7 +19,11 @@ struct HTTPRequestParser {
         case failure(status: Int, message: String)
     }
 
-    static func parse(_ buffer: [UInt8], limits: Limits) -> Outcome {
+    static func parse(_ buffer: [UInt8], limits: Limits) -> Outcome { parse(buffer[...], limits: limits) }
+
+    /// The first request in `buffer` (a slice of a connection's input: offsets in the outcome are from its start).
+    static func parse(_ buffer: ArraySlice<UInt8>, limits: Limits) -> Outcome {
+        let base = buffer.startIndex
         guard let headEnd = headerEnd(in: buffer, limit: limits.maxHeaderBytes) else {
             return buffer.count > limits.maxHeaderBytes
                 ? .failure(status: 431, message: "the request line and headers exceed \(limits.maxHeaderBytes) bytes")
@@ -28,7 +32,7 @@ struct HTTPRequestParser {
         guard headEnd <= limits.maxHeaderBytes else {
             return .failure(status: 431, message: "the request line and headers exceed \(limits.maxHeaderBytes) bytes")
         }
-        let lines = split(buffer[..<headEnd])
+        let lines = split(buffer[base..<(base + headEnd)])
         guard let requestLine = lines.first, let (method, target, version) = parseRequestLine(requestLine) else {
             return .failure(status: 400, message: "malformed request line")
         }
@@ -56,7 +60,7 @@ struct HTTPRequestParser {
         }
         let bodyStart = headEnd + 4
         guard buffer.count - bodyStart >= length else { return .needMore }
-        let body = Data(buffer[bodyStart..<(bodyStart + length)])
+        let body = Data(buffer[(base + bodyStart)..<(base + bodyStart + length)])
         let connection = headers["Connection"] ?? ""
         let keepAlive =
             version == "HTTP/1.1"
@@ -68,18 +72,30 @@ struct HTTPRequestParser {
         )
     }
 
+    /// Whether `buffer` holds a whole head that carries `Expect: 100-continue` (its body not yet complete).
+    static func expectsContinue(_ buffer: ArraySlice<UInt8>, limits: Limits) -> Bool {
+        guard let headEnd = headerEnd(in: buffer, limit: limits.maxHeaderBytes) else { return false }
+        let base = buffer.startIndex
+        return split(buffer[base..<(base + headEnd)]).dropFirst().contains { line in
+            guard let (name, value) = parseField(line) else { return false }
+            return name.lowercased() == "expect" && value.lowercased() == "100-continue"
+        }
+    }
+
     /// The offset of the CRLF CRLF that ends the head, searched only within `limit + 4` bytes.
-    private static func headerEnd(in buffer: [UInt8], limit: Int) -> Int? {
+    private static func headerEnd(in buffer: ArraySlice<UInt8>, limit: Int) -> Int? {
         let end = min(buffer.count, limit + 4)
         guard end >= 4 else { return nil }
-        var index = 0
-        while index + 3 < end {
-            if buffer[index] == 0x0D, buffer[index + 1] == 0x0A, buffer[index + 2] == 0x0D, buffer[index + 3] == 0x0A {
-                return index
+        return buffer.withUnsafeBufferPointer { bytes in
+            var index = 0
+            while index + 3 < end {
+                if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 3] == 0x0A {
+                    return index
+                }
+                index += 1
             }
-            index += 1
+            return nil
         }
-        return nil
     }
 
     private static func split(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {

@@ -12,11 +12,12 @@ public import Foundation
 /// A small HTTP/1.1 server over POSIX sockets, for loopback use: the RFC 8252 redirect receiver and the base of
 /// Sesame's development identity server.
 ///
-/// One thread serves each connection (bounded by ``Configuration/maxConnections``), reading requests in order,
-/// so keep-alive and pipelining work. Every limit answers with its status: 431 for a head over
-/// ``Configuration/maxHeaderBytes``, 413 for a body over ``Configuration/maxBodyBytes``, 411 for a chunked body
-/// (not supported: send `Content-Length`), 400 for anything malformed, 408 when a client stalls mid-request
-/// for longer than ``Configuration/readTimeout``.
+/// One event loop (epoll on Linux, poll elsewhere) accepts, reads and writes every connection without blocking, so
+/// an idle, trickling or non-reading connection costs a descriptor and a buffer, never a thread; requests are
+/// handled on a pool, one at a time per connection and in order, so keep-alive and pipelining work. Every limit
+/// answers with its status: 431 for a head over ``Configuration/maxHeaderBytes``, 413 for a body over
+/// ``Configuration/maxBodyBytes``, 411 for a chunked body (not supported: send `Content-Length`), 400 for anything
+/// malformed, 408 when a client stalls mid-request past its deadline, 503 when every connection is busy.
 ///
 /// > Important: This is a development and test server. Bind it to loopback addresses.
 public final class HTTPServer: @unchecked Sendable {
@@ -46,22 +47,32 @@ public final class HTTPServer: @unchecked Sendable {
         ///
         /// Default 10 s.
         public var requestTimeout: TimeInterval = 10
-        /// How long writing a response may block on a client that does not read.
+        /// How long a new connection may take to send its first request line.
+        ///
+        /// One that has not is closed (with a 408 when it sent part of a line): connections opened and left
+        /// half-sent cannot pile up.
+        ///
+        /// Default 2 s.
+        public var requestLineTimeout: TimeInterval = 2
+        /// How long a response may wait for a client that does not read it.
         ///
         /// The connection is closed then.
         ///
         /// Default 10 s.
         public var writeTimeout: TimeInterval = 10
-        /// The most connections served at once.
+        /// The most connections open at once.
         ///
-        /// When they are all taken, the oldest idle keep-alive connection is closed to make room; when none is
-        /// idle, the newcomer is answered 503 at once (never left hanging).
+        /// When they are all taken, the one that has waited longest without a request being handled (idle
+        /// between requests, or still sending one) is closed to make room: a newcomer is never refused while such
+        /// a connection exists. Only when every connection has a request being handled or a response being
+        /// written is the newcomer answered 503 at once (never left hanging).
         ///
-        /// Default 256.
-        public var maxConnections = 256
-        /// The most connections one peer address may hold (default: three quarters of ``maxConnections``).
+        /// Default 1024.
+        public var maxConnections = 1024
+        /// The most connections one peer address may hold (default: ``maxConnections``, no cap of its own: on
+        /// loopback every client is 127.0.0.1, and making room already falls on whoever waits longest).
         ///
-        /// One client cannot take them all: its idle ones make room first, then it is answered 503.
+        /// Past it the peer's own waiting connections make room first, then it is answered 503.
         public var maxConnectionsPerPeer: Int?
 
         /// The defaults.
@@ -82,31 +93,30 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Handles one request.
     ///
-    /// Called on the connection's thread; may block.
+    /// Called on a pool thread; may block (other connections are served meanwhile).
     public typealias Handler = @Sendable (HTTPServerRequest) -> HTTPServerResponse
 
-    private let configuration: Configuration
-    private let handler: Handler
-    private let observer: (@Sendable (Completion) -> Void)?
-    private let state = Locked(State())
-    private let connectionsDone = DispatchGroup()
-    private let listenersDone = DispatchGroup()
+    let configuration: Configuration
+    let handler: Handler
+    let observer: (@Sendable (Completion) -> Void)?
+    /// What other threads share with the loop: the port, whether to stop, finished handlers' responses.
+    let shared = Locked(Shared())
+    /// Wakes the loop: a byte written to `wakeWrite` makes `wakeRead` readable.
+    var wakeRead: Int32 = -1
+    var wakeWrite: Int32 = -1
+    let loopDone = DispatchSemaphore(value: 0)
+    /// Where handlers run: threads of the server's own (a handler may block; Dispatch's shared pool must not).
+    let handlers = WorkerPool(maximum: 64, name: "sesame-loopback-handler")
 
-    private struct Connection {
-        /// Busy with a request (not idle between requests).
-        var busy = false
-        /// When it last became idle (for choosing whom to close when all are taken).
-        var idleSince = DispatchTime.now()
-        /// The peer address.
-        var peer: String
-    }
-
-    private struct State {
-        var listeners: [Int32] = []
+    struct Shared {
         var port = 0
+        var started = false
         var stopping = false
-        /// Accepted connections.
-        var connections: [Int32: Connection] = [:]
+        var stopDeadline: UInt64 = 0
+        /// Connections pool threads have handed back.
+        var returned: [EventLoop.Connection] = []
+        /// The loop has ended and closed the wake pipe: nothing may write to it any more.
+        var exited = false
     }
 
     /// Creates a server; call ``start()`` to listen.
@@ -126,225 +136,84 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// The port the server listens on (after ``start()``).
-    public var port: Int { state.withLock { $0.port } }
+    public var port: Int { shared.withLock { $0.port } }
 
-    /// Binds, listens and starts accepting connections.
+    /// Binds, listens and starts serving.
     ///
     /// - Returns: the port (the chosen one when the configuration says 0).
     /// - Throws: ``LoopbackError`` when the address cannot be bound.
     @discardableResult
     public func start() throws -> Int {
-        let (descriptors, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: 512)
-        state.withLock {
-            $0.listeners = descriptors
+        let (listeners, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: 512)
+        var pipeEnds: [Int32] = [0, 0]
+        let poller: Poller
+        do {
+            guard pipe(&pipeEnds) == 0 else { throw LoopbackError("pipe failed") }
+            poller = try Poller()
+        } catch {
+            for fd in listeners { close(fd) }
+            throw error
+        }
+        (wakeRead, wakeWrite) = (pipeEnds[0], pipeEnds[1])
+        for fd in [wakeRead, wakeWrite] + listeners { Socket.setNonBlocking(fd) }
+        shared.withLock {
             $0.port = port
+            $0.started = true
         }
-        for fd in descriptors {
-            listenersDone.enter()
-            let thread = Thread { [self] in
-                acceptLoop(fd)
-                // Only this thread closes its listener, so the descriptor cannot be reused under a later accept().
-                close(fd)
-                listenersDone.leave()
-            }
-            thread.name = "sesame-loopback-accept"
-            thread.start()
-        }
+        let loop = EventLoop(server: self, poller: poller, listeners: listeners)
+        let thread = Thread { loop.run() }
+        thread.name = "sesame-loopback-loop"
+        thread.start()
         return port
     }
 
-    /// Stops gracefully: no new connections, requests in flight finish, idle connections close, the port is
-    /// released.
+    /// Stops gracefully: no new connections, requests in flight finish and their responses are written, idle
+    /// connections close, the port is released.
     ///
-    /// Returns when every connection has closed (or after `timeout`).
+    /// Returns when every connection has closed (or after `timeout`, when the rest are cut).
     public func stop(timeout: TimeInterval = 10) {
-        let listeners = state.withLock { state -> [Int32] in
-            guard !state.stopping else { return [] }
-            state.stopping = true
-            // Wake idle connections while holding the lock: a connection removes itself under the lock before
-            // closing, so these descriptors are still ours (not reused by another socket).
-            for (fd, connection) in state.connections where !connection.busy { shutdown(fd, Int32(SHUT_RD)) }
-            defer { state.listeners = [] }
-            return state.listeners
+        let wasRunning = shared.withLock { shared -> Bool in
+            guard shared.started, !shared.stopping else { return false }
+            shared.stopping = true
+            shared.stopDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+            return true
         }
-        for fd in listeners { shutdown(fd, Int32(SHUT_RDWR)) }
-        _ = listenersDone.wait(timeout: .now() + timeout)
-        _ = connectionsDone.wait(timeout: .now() + timeout)
+        guard wasRunning else { return }
+        wake()
+        _ = loopDone.wait(timeout: .now() + max(0, timeout) + 1)
+        handlers.shutdown()
     }
 
     deinit { stop(timeout: 1) }
 
-    // MARK: Connections
-
-    private enum Admission {
-        case serve
-        case refuse(String)
-    }
-
-    private func acceptLoop(_ listener: Int32) {
-        let maximum = max(1, configuration.maxConnections)
-        let perPeer = max(1, configuration.maxConnectionsPerPeer ?? max(1, maximum * 3 / 4))
-        while true {
-            let fd = accept(listener, nil, nil)
-            if fd < 0 {
-                if state.withLock({ $0.stopping }) { return }
-                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
-                    if errno == EMFILE || errno == ENFILE { usleep(10_000) }
-                    continue
-                }
-                return
-            }
-            let peer = Socket.peerAddress(fd)
-            let admission = state.withLock { state -> Admission? in
-                guard !state.stopping else { return nil }
-                // Make room by closing the longest-idle keep-alive connection (the peer's own when the peer is at
-                // its cap); the descriptor is still ours while the lock is held. Refuse only when none is idle.
-                func evictIdle(_ candidates: [Int32: Connection]) -> Bool {
-                    guard
-                        let (idle, _) = candidates.filter({ !$0.value.busy })
-                            .min(by: { $0.value.idleSince < $1.value.idleSince })
-                    else { return false }
-                    shutdown(idle, Int32(SHUT_RD))
-                    state.connections[idle]?.busy = true  // not chosen again while it closes
-                    state.connections[idle]?.peer = "closing"
-                    return true
-                }
-                let own = state.connections.filter { $0.value.peer == peer }
-                if own.count >= perPeer, !evictIdle(own) { return .refuse("too many connections from this address") }
-                if state.connections.filter({ $0.value.peer != "closing" }).count >= maximum,
-                    !evictIdle(state.connections)
-                {
-                    return .refuse("the server is busy; try again")
-                }
-                state.connections[fd] = Connection(peer: peer)
-                return .serve
-            }
-            switch admission {
-            case nil:
-                close(fd)
-                return
-            case .refuse(let reason)?:
-                // Answered at once, never left hanging in the backlog (a short write timeout bounds it).
-                Socket.configure(fd, readTimeout: 1, writeTimeout: 1)
-                var response = HTTPServerResponse.text(503, reason + "\n")
-                response.headers.set("Retry-After", "1")
-                _ = Socket.write(fd, response.serialized(keepAlive: false))
-                report("-", "-", 503, DispatchTime.now())
-                close(fd)
-            case .serve?:
-                connectionsDone.enter()
-                let thread = Thread { [self] in
-                    serve(fd)
-                    state.withLock { _ = $0.connections.removeValue(forKey: fd) }
-                    close(fd)
-                    connectionsDone.leave()
-                }
-                thread.name = "sesame-loopback-connection"
-                thread.start()
-            }
+    /// Makes the loop look at ``Shared`` again (a byte on the wake pipe, unless the loop has ended and closed it).
+    func wake() {
+        shared.withLock { shared in
+            guard !shared.exited else { return }
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
         }
     }
 
-    private func serve(_ fd: Int32) {
-        Socket.configure(fd, readTimeout: configuration.readTimeout, writeTimeout: configuration.writeTimeout)
-        let limits = HTTPRequestParser.Limits(
-            maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        // Responses to pipelined requests are gathered and written together when the buffer runs dry.
-        var output: [UInt8] = []
-        // When the request being received started: its whole head and body must arrive by the deadline.
-        var requestStarted: DispatchTime?
-        while true {
-            switch HTTPRequestParser.parse(buffer, limits: limits) {
-            case .request(let request, let keepAlive, let consumed):
-                buffer.removeFirst(consumed)
-                requestStarted = buffer.isEmpty ? nil : .now()
-                guard respond(to: request, keepAlive: keepAlive, into: &output, fd: fd) else {
-                    _ = Socket.write(fd, output)
-                    return
-                }
-                if buffer.isEmpty || output.count > 64 * 1024 {
-                    guard Socket.write(fd, output, deadline: writeDeadline()) else { return }
-                    output.removeAll(keepingCapacity: true)
-                }
-            case .failure(let status, let message):
-                _ = Socket.write(fd, output)
-                fail(fd, status: status, message: message)
-                return
-            case .needMore:
-                if !output.isEmpty {
-                    guard Socket.write(fd, output, deadline: writeDeadline()) else { return }
-                    output.removeAll(keepingCapacity: true)
-                }
-                let stopping = state.withLock { state -> Bool in
-                    if buffer.isEmpty, state.connections[fd]?.busy == true {
-                        state.connections[fd]?.busy = false
-                        state.connections[fd]?.idleSince = .now()
-                    }
-                    return state.stopping
-                }
-                if stopping && buffer.isEmpty { return }
-                // Idle: the keep-alive timeout. Mid-request: whatever is left of the request's deadline.
-                var wait = configuration.readTimeout
-                if let requestStarted {
-                    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - requestStarted.uptimeNanoseconds) / 1e9
-                    wait = configuration.requestTimeout - elapsed
-                    if wait <= 0 {
-                        fail(fd, status: 408, message: "the request was not completed in time")
-                        return
-                    }
-                }
-                Socket.setReadTimeout(fd, min(wait, max(configuration.readTimeout, 0.001)))
-                let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count > 0 {
-                    if buffer.isEmpty {
-                        requestStarted = .now()
-                        state.withLock { $0.connections[fd]?.busy = true }
-                    }
-                    buffer.append(contentsOf: chunk[0..<count])
-                    continue
-                }
-                if count < 0, errno == EINTR { continue }
-                if count < 0, errno == EAGAIN || errno == EWOULDBLOCK, !buffer.isEmpty {
-                    fail(fd, status: 408, message: "the request was not completed in time")
-                }
-                return
+    /// Hands a connection back to the loop; false when the loop has ended (the caller closes it then).
+    ///
+    /// A connection that ended cleanly (``EventLoop/Connection/rearmed``) is watched again here and the loop is
+    /// not woken: it takes the connection back before it looks at the connection's next event. Any other wakes it.
+    func handBack(_ connection: EventLoop.Connection, poller: Poller) -> Bool {
+        shared.withLock { shared in
+            guard !shared.exited else { return false }
+            shared.returned.append(connection)
+            if connection.rearmed {
+                poller.watch(connection.fd, read: true, write: false, new: false, oneShot: true)
+            } else {
+                var byte: UInt8 = 1
+                _ = write(wakeWrite, &byte, 1)
             }
+            return true
         }
     }
 
-    private func writeDeadline() -> DispatchTime {
-        .now() + .milliseconds(Int(max(0.001, configuration.writeTimeout) * 1000))
-    }
-
-    /// Answers one request into `output`; false when the connection must close after writing it.
-    private func respond(to request: HTTPServerRequest, keepAlive: Bool, into output: inout [UInt8], fd: Int32) -> Bool
-    {
-        state.withLock { $0.connections[fd]?.busy = true }
-        let start = DispatchTime.now()
-        let response = handler(request)
-        if response.dropsConnection {
-            report(request.method, request.path, 0, start)
-            return false
-        }
-        let stopping = state.withLock { $0.stopping }
-        let staysOpen = keepAlive && !response.closesConnection && !stopping
-        output.append(contentsOf: response.serialized(keepAlive: staysOpen))
-        report(request.method, request.path, response.status, start)
-        return staysOpen
-    }
-
-    private func fail(_ fd: Int32, status: Int, message: String) {
-        let start = DispatchTime.now()
-        var response = HTTPServerResponse.text(status, message + "\n")
-        response.closesConnection = true
-        _ = Socket.write(fd, response.serialized(keepAlive: false))
-        report("-", "-", status, start)
-        Socket.lingeringClose(fd)
-    }
-
-    private func report(_ method: String, _ path: String, _ status: Int, _ start: DispatchTime) {
+    func report(_ method: String, _ path: String, _ status: Int, _ start: DispatchTime) {
         guard let observer else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         observer(Completion(method: method, path: path, status: status, duration: elapsed))

@@ -96,11 +96,14 @@ enum Socket {
         }
     }
 
-    /// Sets the receive timeout and disables Nagle's algorithm on an accepted connection.
-    static func configure(_ fd: Int32, readTimeout: TimeInterval, writeTimeout: TimeInterval) {
-        setReadTimeout(fd, readTimeout)
-        var sendTimeout = timeval(seconds: writeTimeout)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
+    /// Makes `fd` non-blocking.
+    static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Disables Nagle's algorithm (and SIGPIPE, where that is a socket option) on an accepted connection.
+    static func configureAccepted(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         #if canImport(Darwin)
@@ -108,10 +111,18 @@ enum Socket {
         #endif
     }
 
-    /// Sets how long one `recv` may wait.
-    static func setReadTimeout(_ fd: Int32, _ seconds: TimeInterval) {
-        var timeout = timeval(seconds: seconds)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    /// Sends what a non-blocking socket takes now of `bytes` from `offset`: the count (0 when it is full), or nil
+    /// when the peer has gone.
+    static func sendSome(_ fd: Int32, _ bytes: [UInt8], from offset: Int) -> Int? {
+        guard offset < bytes.count else { return 0 }
+        while true {
+            let sent = bytes.withUnsafeBytes { buffer in
+                send(fd, buffer.baseAddress.map { $0 + offset }, bytes.count - offset, noSignalFlag)
+            }
+            if sent >= 0 { return sent }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : nil
+        }
     }
 
     /// The peer's address as text (for per-peer limits), or "?".
@@ -130,47 +141,6 @@ enum Socket {
         }
         return named == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
     }
-
-    /// Half-closes and drains what the client is still sending (up to 1 MiB or 1 s), so that closing with unread
-    /// input does not reset the connection before the client has read the error response (RFC 9112 §9.6).
-    ///
-    /// The drain is bounded in total (1 s), not per `recv`: a client trickling a byte at a time cannot hold the
-    /// connection open this way.
-    static func lingeringClose(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_WR))
-        let deadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var drained = 0
-        while drained < 1 << 20 {
-            let now = DispatchTime.now().uptimeNanoseconds
-            guard now < deadline else { break }
-            setReadTimeout(fd, Double(deadline - now) / 1e9)
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            drained += count
-        }
-    }
-
-    /// Writes all of `bytes`.
-    ///
-    /// Returns false when the peer has gone or has not read for the write timeout.
-    /// `deadline` bounds the whole write, not each `send` (a client reading a little now and then cannot stretch
-    /// it); the socket's send timeout bounds each call.
-    static func write(_ fd: Int32, _ bytes: [UInt8], deadline: DispatchTime? = nil) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            if let deadline, DispatchTime.now() >= deadline { return false }
-            let sent = bytes.withUnsafeBytes { buffer in
-                send(fd, buffer.baseAddress.map { $0 + offset }, bytes.count - offset, noSignalFlag)
-            }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += sent
-        }
-        return true
-    }
 }
 
 /// An error starting or running the loopback server.
@@ -180,13 +150,4 @@ public struct LoopbackError: Error, CustomStringConvertible, Sendable {
 
     /// Creates an error.
     public init(_ description: String) { self.description = description }
-}
-
-extension timeval {
-    /// A timeval of `seconds` (at least 1 ms, at most a day).
-    init(seconds: TimeInterval) {
-        let clamped = Swift.min(Swift.max(seconds, 0.001), 86_400)
-        // `.init`: tv_usec is Int on Linux and Int32 on Darwin.
-        self.init(tv_sec: .init(clamped), tv_usec: .init((clamped - Double(Int(clamped))) * 1_000_000))
-    }
 }

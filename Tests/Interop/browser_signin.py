@@ -89,10 +89,10 @@ def main():
             result["again"] = "consent"
             result["againPage"] = driver.find_element(By.TAG_NAME, "body").text[:600]
             driver.save_screenshot(shots + "/consent.png")
-            focused = driver.switch_to.active_element
-            if focused.get_attribute("id") != "continue":
-                fail("the consent page's Continue button does not have the focus")
-            focused.send_keys(Keys.ENTER)
+            # No autofocus on a button that decides (a stray Enter must not consent): Tab to it, then Enter.
+            if driver.switch_to.active_element.get_attribute("id") == "continue":
+                fail("the consent page's Continue button has the focus on arrival")
+            driver.find_element(By.ID, "continue").send_keys(Keys.ENTER)
             wait.until(lambda d: d.current_url.startswith(callback))
             result["consented"] = redirect_parameters(driver.current_url)
         else:

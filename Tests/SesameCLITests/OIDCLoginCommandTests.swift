@@ -149,6 +149,27 @@ import Testing
     }
 
     @Test(
+        "login --issuer with 200 half-open connections on its listener (issue 20 #5): the real redirect still completes the login"
+    )
+    func floodedListener() throws {
+        let workspace = try Workspace()
+        defer { workspace.stop() }
+        let (login, url) = try workspace.startLogin(["--no-browser"])
+        let callback = try workspace.signInOnForm(url)
+        let port = callback.port ?? 0
+        let squatters = try (0..<200).map { _ -> RawClient in
+            let client = try RawClient(port: port)
+            client.send("GET /callback?state=x HTTP/1.1\r\n")
+            return client
+        }
+        let landing = try TestBrowser(port: port).get(callback.path + "?" + (callback.percentEncodedQuery ?? ""))
+        #expect(landing.status == 200 && landing.body.contains("close this tab"))
+        let (status, rest) = login.finish()
+        #expect(status == 0 && rest.contains("signed in as alice@example.com"), "\(rest)")
+        withExtendedLifetime(squatters) {}
+    }
+
+    @Test(
         "login --issuer: a callback with the wrong state ends the login at once (exit 1), nothing stored",
         .timeLimit(.minutes(1)))
     func wrongStateEndsTheLogin() throws {

@@ -110,3 +110,85 @@ import Testing
         #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
     }
 }
+
+/// A security audit's findings on the remembered browser (issue 20 #2): every spelling of "this machine" needs the
+/// user's consent, consent forms expire, and a device is approved only from the user's own confirmation page.
+@Suite struct RememberedBrowserAuditTests {
+    @Test(
+        "only https on a public DNS name reaches only its client; loopback in any spelling, IPs, local names and private-use schemes do not",
+        arguments: [
+            ("https://app.example/cb", true), ("https://app.example./cb", true), ("https://a.b.example:8443/x", true),
+            ("http://app.example/cb", false), ("http://127.1:7001/cb", false), ("http://0x7f000001/cb", false),
+            ("http://2130706433/cb", false), ("http://127.0.0.1./cb", false), ("http://localhost./cb", false),
+            ("http://app.localhost:7001/cb", false), ("https://app.localhost/cb", false), ("http://0.0.0.0/cb", false),
+            ("http://[0:0:0:0:0:0:0:1]/cb", false), ("http://[::ffff:127.0.0.1]/cb", false),
+            ("https://localhost:7001/cb", false), ("https://127.0.0.1/cb", false), ("https://intranet/cb", false),
+            ("https://10.0.0.1/cb", false), ("com.example.app:/cb", false), ("https://u@127.0.0.1/cb", false),
+        ])
+    func reachesOnlyItsClient(uri: String, expected: Bool) {
+        #expect(AuthorizationRequest.reachesOnlyItsClient(uri) == expected)
+    }
+
+    @Test("a remembered browser: a registered 127.1 redirect gets the consent page, and prompt=none consent_required")
+    func otherLoopbackSpellings() throws {
+        let oidc = try OIDCTestServer {
+            $0.rememberBrowser = true
+            $0.clients = [
+                try RegisteredClient(specification: "web:http://127.1:7001/cb,http://app.localhost:7001/cb")
+            ]
+        }
+        defer { oidc.stop() }
+        let pkce = OIDCTestServer.PKCE()
+        for redirect in ["http://127.1:7001/cb", "http://app.localhost:7001/cb"] {
+            let web = ["client_id": "web", "redirect_uri": redirect]
+            _ = try oidc.code(pkce, web)
+            let page = try oidc.authorize(oidc.parameters(pkce, web))
+            #expect(page.status == 200 && OIDCTestServer.isConsentPage(page), "\(redirect): \(page.status)")
+            let none = try oidc.authorize(oidc.parameters(pkce, web.merging(["prompt": "none"]) { $1 }))
+            #expect(none.redirectParameters["error"] == "consent_required", "\(redirect)")
+        }
+    }
+
+    @Test("a consent form expires after ten minutes")
+    func consentExpires() throws {
+        let oidc = try OIDCTestServer { $0.rememberBrowser = true }
+        defer { oidc.stop() }
+        let pkce = OIDCTestServer.PKCE()
+        _ = try oidc.code(pkce)
+        let page = try oidc.authorize(oidc.parameters(pkce))
+        #expect(OIDCTestServer.isConsentPage(page))
+        oidc.clock.advance(by: 601)
+        let late = try oidc.browser.post("/authorize", form: page.hiddenFields() + [("action", "continue")])
+        #expect(late.status == 403 && late.location == nil)
+    }
+
+    @Test(
+        "the device decision takes the confirmation's ticket only: not a session, not a password in the same post")
+    func deviceDecisionNeedsTheTicket() throws {
+        let oidc = try OIDCTestServer { $0.rememberBrowser = true }
+        defer { oidc.stop() }
+        _ = try oidc.code(OIDCTestServer.PKCE())  // alice's remembered browser
+        let device = try #require(
+            try oidc.browser.post("/device_authorization", form: [("client_id", "sesame-cli")]).json)
+        let code = device["user_code"].string
+        let form = try oidc.browser.get("/device").hiddenFields()
+        // A page elsewhere posting the decision straight away, with alice's session (and with a password): refused.
+        for extra in [[], [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)]] {
+            let forged = try oidc.browser.post(
+                "/device", form: form + [("user_code", code), ("confirmed", "1"), ("action", "approve")] + extra)
+            #expect(forged.status == 403 && !forged.body.contains("Device connected"))
+        }
+        let poll = try oidc.browser.post(
+            "/token",
+            form: [
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("client_id", "sesame-cli"),
+                ("device_code", device["device_code"].string),
+            ])
+        #expect(poll.error == "authorization_pending")
+        // Alice's own way: the first step shows the confirmation (with its ticket); she decides there.
+        let confirmation = try oidc.browser.post("/device", form: form + [("user_code", code), ("action", "approve")])
+        #expect(confirmation.body.contains("Connect this device?"))
+        let approved = try oidc.browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+        #expect(approved.body.contains("Device connected"))
+    }
+}

@@ -218,21 +218,32 @@ struct AuthorizationRequest: Sendable, Equatable {
         }
     }
 
-    /// Whether `uri` is an `http` redirect to this machine (127.0.0.0/8, `[::1]`, `localhost`): where any local
-    /// process may be listening (RFC 8252 §8.3, §8.6).
-    static func isLoopback(_ uri: String) -> Bool {
-        guard let components = URLComponents(string: uri), components.scheme?.lowercased() == "http",
-            let host = components.host?.lowercased()
+    /// Whether a code sent to `uri` can only reach the client it names: an `https` URI on a public DNS name.
+    ///
+    /// Everything else may be answered by any program on the user's machine (RFC 8252 §8.6): `http`, loopback in
+    /// any spelling (`127.1`, `0x7f000001`, `[::ffff:127.0.0.1]`, `localhost.`, `app.localhost`), IP literals,
+    /// single-label names, and private-use schemes any app can claim. A remembered browser session never sends a
+    /// code to those without the user's consent.
+    static func reachesOnlyItsClient(_ uri: String) -> Bool {
+        guard let components = URLComponents(string: uri), components.scheme?.lowercased() == "https",
+            var host = components.host?.lowercased(), !host.isEmpty
         else { return false }
-        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        if host.hasSuffix(".") { host.removeLast() }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty }), let last = labels.last else { return false }
+        // An IP literal (v6, or v4 in any notation: a top-level label is never numeric) or a local name.
+        if host.contains(":") || host.hasPrefix("[") { return false }
+        if last.allSatisfy({ $0.isNumber }) || last.hasPrefix("0x") { return false }
+        if last == "localhost" || last == "local" || last == "internal" { return false }
+        return true
     }
 
-    /// What the consent page names as the destination of a loopback redirect: host and port.
-    static func loopbackDestination(_ uri: String) -> String {
-        guard let components = URLComponents(string: uri), let host = components.host else { return uri }
-        return "\(host):\(components.port.map(String.init) ?? "80")"
+    /// What the consent page names as the destination: host and port, or the scheme of a private-use URI.
+    static func destination(_ uri: String) -> String {
+        guard let components = URLComponents(string: uri) else { return uri }
+        guard let host = components.host, !host.isEmpty else { return (components.scheme ?? uri) + ":" }
+        let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
+        return "\(host):\(port)"
     }
 
     /// `uri` with `pairs` added to its query (RFC 6749 §4.1.2: keep the registered query).

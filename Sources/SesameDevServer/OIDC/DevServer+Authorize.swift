@@ -7,7 +7,9 @@ extension DevServer {
     static let sessionCookie = "sesame_session"
     static let csrfCookie = "sesame_csrf"
     /// Fields of the sign-in form that are not part of the authorization request.
-    static let formFields: Set<String> = ["email", "password", "csrf", "sign_in_as", "claims", "action", "consent"]
+    static let formFields: Set<String> = [
+        "email", "password", "csrf", "sign_in_as", "claims", "action", "consent", "consent_expiry",
+    ]
     /// Claims the dev panel may not set: the protocol's own.
     static let protocolClaims: Set<String> = [
         "iss", "sub", "aud", "azp", "exp", "iat", "nbf", "auth_time", "nonce", "at_hash", "c_hash", "jti", "sid", "cnf",
@@ -118,8 +120,8 @@ extension DevServer {
         let session = browserSession(request)
         let fresh =
             session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
-        // RFC 8252 §8.6: a code for a loopback redirect never goes out on a session alone, without the user.
-        let loopback = AuthorizationRequest.isLoopback(authorization.redirectURI)
+        // RFC 8252 §8.6: a code that any local program might receive never goes out on a session alone.
+        let loopback = !AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
                 return redirect(authorization, error: OAuthFailure("login_required", "no signed-in browser session"))
@@ -127,7 +129,7 @@ extension DevServer {
             if loopback {
                 return redirect(
                     authorization,
-                    error: OAuthFailure("consent_required", "a loopback redirect needs the user's consent"))
+                    error: OAuthFailure("consent_required", "this redirect URI needs the user's consent"))
             }
             return issueCode(authorization, user: session.user, authTime: session.authTime, claims: nil, status: 302)
         }
@@ -144,14 +146,17 @@ extension DevServer {
         session: (user: DevStore.User, authTime: Int64, token: String)
     ) -> HTTPServerResponse {
         let csrf = csrfCookie(for: request)
-        let token = csrfToken(cookie: csrf.value + "\n" + session.token, purpose: "consent\n" + authorization.encoded)
+        // Good for ten minutes, for this session and this request only.
+        let expiry = String(now + 600)
+        let token = csrfToken(
+            cookie: csrf.value + "\n" + session.token, purpose: "consent\n\(expiry)\n" + authorization.encoded)
         var response = SignInPage.response(
             200,
             SignInPage.consent(
                 clientID: authorization.clientID, scope: authorization.scope,
                 signedInAs: session.user.email ?? session.user.id,
-                destination: AuthorizationRequest.loopbackDestination(authorization.redirectURI),
-                hidden: authorization.pairs + [("csrf", token), ("consent", "1")]))
+                destination: AuthorizationRequest.destination(authorization.redirectURI),
+                hidden: authorization.pairs + [("csrf", token), ("consent", "1"), ("consent_expiry", expiry)]))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
@@ -164,9 +169,10 @@ extension DevServer {
         case .success(let valid): authorization = valid
         case .failure(let rejection): return reject(rejection)
         }
-        guard let session = browserSession(request),
+        let expiry = parameters.values["consent_expiry"] ?? ""
+        guard let session = browserSession(request), let until = Int64(expiry), now < until,
             checkCSRF(
-                request, token: parameters.values["csrf"], purpose: "consent\n" + authorization.encoded,
+                request, token: parameters.values["csrf"], purpose: "consent\n\(expiry)\n" + authorization.encoded,
                 session: session.token)
         else {
             return SignInPage.response(
@@ -195,8 +201,8 @@ extension DevServer {
             SignInPage.signIn(
                 clientID: authorization.clientID, scope: authorization.scope, hidden: hidden, email: email,
                 error: error, devUsers: devUsers,
-                destination: AuthorizationRequest.isLoopback(authorization.redirectURI)
-                    ? AuthorizationRequest.loopbackDestination(authorization.redirectURI) : nil))
+                destination: AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
+                    ? nil : AuthorizationRequest.destination(authorization.redirectURI)))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }

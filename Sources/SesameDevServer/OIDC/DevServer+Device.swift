@@ -88,16 +88,22 @@ extension DevServer {
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
         }
-        // Whoever answers (approve or deny) signs in first: a browser session, the confirmation's ticket from the
-        // sign-in a moment ago, or the password now.
+        // Whoever answers (approve or deny) signs in first, on the first step (a remembered browser's session or the
+        // password); the second step, the decision, takes only the ticket the first one put in its page — never a
+        // session alone, so no other page can decide for the user (RFC 8628 §5.4).
         var setSession: [String] = []
         let user: DevStore.User
         let authTime: Int64
         let confirmed = parameters.values["confirmed"] == "1"
-        if let session = browserSession(request) {
-            (user, authTime) = (session.user, session.authTime)
-        } else if confirmed, let ticketed = deviceTicketUser(request, parameters, userCode: typed) {
+        if confirmed {
+            guard let ticketed = deviceTicketUser(request, parameters, userCode: typed) else {
+                return devicePage(
+                    request, userCode: typed, message: "This confirmation has expired. Enter the code again.",
+                    isError: true, status: 403)
+            }
             (user, authTime) = ticketed
+        } else if let session = browserSession(request) {
+            (user, authTime) = (session.user, session.authTime)
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
             switch checkPassword(email: email, password: parameters.values["password"] ?? "") {

@@ -106,8 +106,8 @@ enum SignInPage {
             """
         if let destination {
             body +=
-                "<p>The answer goes to the program listening on <strong id=\"destination\">\(escape(destination))</strong> "
-                + "on this computer.</p>\n"
+                "<p>The answer goes to <strong id=\"destination\">\(escape(destination))</strong>, which any program "
+                + "on this computer may be listening on.</p>\n"
         }
         if let error { body += "<p class=\"error\" role=\"alert\" id=\"error\">\(escape(error))</p>\n" }
         // After a wrong password the email is kept, so the password field takes the focus.
@@ -189,7 +189,7 @@ enum SignInPage {
             <p>Approve only if you started this on a device of yours.</p>
             <form method="post" action="/device" aria-label="Approve or deny the device">
             \(hiddenFields(hidden))
-            <div class="row"><button type="submit" name="action" value="approve" id="approve" autofocus>Approve</button>
+            <div class="row"><button type="submit" name="action" value="approve" id="approve">Approve</button>
             <button type="submit" class="secondary" name="action" value="deny" id="deny">Deny</button></div>
             </form>
             """
@@ -204,11 +204,11 @@ enum SignInPage {
             <h1>Continue as \(escape(signedInAs))?</h1>
             <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
             \(scopeList(scope))
-            <p>The answer goes to the program listening on <strong id="destination">\(escape(destination))</strong> on
-            this computer. Continue only if you just started this sign-in there.</p>
+            <p>The answer goes to <strong id="destination">\(escape(destination))</strong>, which any program on this
+            computer may be listening on. Continue only if you just started this sign-in there.</p>
             <form method="post" action="/authorize" aria-label="Continue or cancel">
             \(hiddenFields(hidden))
-            <div class="row"><button type="submit" name="action" value="continue" id="continue" autofocus>Continue</button>
+            <div class="row"><button type="submit" name="action" value="continue" id="continue">Continue</button>
             <button type="submit" class="secondary" name="action" value="cancel" id="cancel">Cancel</button></div>
             </form>
             """

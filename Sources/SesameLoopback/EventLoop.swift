@@ -1,0 +1,384 @@
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The thread that owns every connection of an ``HTTPServer``: accepts, reads, writes and enforces deadlines
+/// without ever blocking on a client; only request handlers run elsewhere (on the server's pool).
+// @unchecked Sendable: everything but `server` (whose shared state is locked) belongs to the loop's thread.
+final class EventLoop: @unchecked Sendable {
+    private let server: HTTPServer
+    private let poller: Poller
+    private var listeners: [Int32]
+    private var connections: [Int32: Connection] = [:]
+    private var nextID: UInt64 = 0
+    private var acceptPausedUntil: UInt64?
+    private var lastSweep: UInt64 = 0
+    private var stopStarted = false
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    private let limits: HTTPRequestParser.Limits
+    private let maximum: Int
+    private let perPeer: Int
+    private let inputCap: Int
+
+    init(server: HTTPServer, poller: Poller, listeners: [Int32]) {
+        self.server = server
+        self.poller = poller
+        self.listeners = listeners
+        let configuration = server.configuration
+        limits = .init(maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
+        maximum = max(1, configuration.maxConnections)
+        perPeer = max(1, configuration.maxConnectionsPerPeer ?? maximum)
+        inputCap = configuration.maxHeaderBytes + configuration.maxBodyBytes + 64 * 1024
+    }
+
+    private static func nanoseconds(_ seconds: TimeInterval) -> UInt64 { UInt64(max(0, min(seconds, 86_400)) * 1e9) }
+
+    func run() {
+        for fd in listeners { poller.watch(fd, read: true, write: false, new: true) }
+        poller.watch(server.wakeRead, read: true, write: false, new: true)
+        while true {
+            let events = poller.wait(milliseconds: 50)
+            var now = DispatchTime.now().uptimeNanoseconds
+            // First the connections pool threads are done with: an event below may be for one of them.
+            takeBack(now)
+            for event in events {
+                if event.fd == server.wakeRead {
+                    drainWake()
+                } else if listeners.contains(event.fd) {
+                    acceptAll(event.fd, now)
+                } else if let connection = connections[event.fd], !connection.handling {
+                    connection.watching = (false, false)  // one shot: watched again only when asked for
+                    if event.readable || event.failed { read(connection, now) }
+                    if event.writable, connections[event.fd] === connection {
+                        flush(connection, now)
+                        // Output drained below the mark: the requests held back behind it may go on.
+                        if connections[event.fd] === connection { advance(connection, now) }
+                    }
+                }
+            }
+            now = DispatchTime.now().uptimeNanoseconds
+            let (stopping, deadline) = server.shared.withLock { ($0.stopping, $0.stopDeadline) }
+            if stopping { beginStopping() }
+            if now &- lastSweep >= 50_000_000 || stopping {
+                sweep(now)
+                lastSweep = now
+            }
+            if let paused = acceptPausedUntil, now >= paused {
+                acceptPausedUntil = nil
+                for fd in listeners { poller.watch(fd, read: true, write: false, new: false) }
+            }
+            if stopping && (connections.isEmpty || now >= deadline) { break }
+        }
+        // Pool threads re-arm their connections under this lock, so after it none touches the poller.
+        server.shared.withLock { $0.exited = true }
+        poller.close()
+        // A connection with a pool thread is closed by that thread when it finds the loop gone.
+        for connection in connections.values where !connection.handling { closeDescriptor(connection.fd) }
+        connections = [:]
+        closeDescriptor(server.wakeRead)
+        closeDescriptor(server.wakeWrite)
+        server.loopDone.signal()
+    }
+
+    // MARK: Accepting
+
+    private func acceptAll(_ listener: Int32, _ now: UInt64) {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE {
+                    // Out of descriptors: stop watching the listeners for a moment instead of spinning on them.
+                    acceptPausedUntil = now + 50_000_000
+                    for fd in listeners { poller.watch(fd, read: false, write: false, new: false) }
+                }
+                return
+            }
+            Socket.setNonBlocking(fd)
+            Socket.configureAccepted(fd)
+            let peer = Socket.peerAddress(fd)
+            let own = connections.values.filter { $0.peer == peer }
+            if own.count >= perPeer, !evictOne(among: own) {
+                refuse(fd, "too many connections from this address")
+                continue
+            }
+            if connections.count >= maximum, !evictOne(among: Array(connections.values)) {
+                refuse(fd, "the server is busy; try again")
+                continue
+            }
+            nextID += 1
+            let connection = Connection(fd: fd, id: nextID, peer: peer, now: now)
+            connections[fd] = connection
+            connection.watching = (true, false)
+            poller.watch(fd, read: true, write: false, new: true, oneShot: true)
+        }
+    }
+
+    /// Closes the connection among `candidates` that has waited longest without a request with a handler or a
+    /// response on its way (draining ones first); false when there is none.
+    private func evictOne(among candidates: [Connection]) -> Bool {
+        let waiting = candidates.filter(\.waiting)
+        guard
+            let victim = waiting.min(by: { rank($0) < rank($1) })
+        else { return false }
+        if victim.lingerUntil == nil, victim.pendingInput > 0 {
+            // Half a request: say why, as far as the socket takes it at once.
+            var response = HTTPServerResponse.text(408, "the server needed this connection\n")
+            response.closesConnection = true
+            _ = Socket.sendSome(victim.fd, response.serialized(keepAlive: false), from: 0)
+            server.report("-", "-", 408, DispatchTime.now())
+        }
+        close(victim)
+        return true
+    }
+
+    private func rank(_ connection: Connection) -> UInt64 {
+        connection.lingerUntil != nil ? 0 : (connection.requestStarted ?? connection.waitingSince)
+    }
+
+    private func refuse(_ fd: Int32, _ reason: String) {
+        var response = HTTPServerResponse.text(503, reason + "\n")
+        response.headers.set("Retry-After", "1")
+        _ = Socket.sendSome(fd, response.serialized(keepAlive: false), from: 0)
+        server.report("-", "-", 503, DispatchTime.now())
+        closeDescriptor(fd)
+    }
+
+    // MARK: Reading and handling
+
+    private func read(_ connection: Connection, _ now: UInt64) {
+        let fd = connection.fd
+        while connection.lingerUntil != nil || connection.pendingInput < inputCap {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                connection.lastRead = now
+                if connection.lingerUntil != nil {
+                    connection.drained += count
+                    if connection.drained > 1 << 20 { return close(connection) }
+                    continue
+                }
+                if connection.pendingInput == 0 { connection.requestStarted = now }
+                connection.input.append(contentsOf: chunk[0..<count])
+                continue
+            }
+            if count == 0 {
+                connection.peerClosed = true
+                break
+            }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            return close(connection)  // reset or another error: nothing more can be said to it
+        }
+        if connection.lingerUntil != nil {
+            if connection.peerClosed { close(connection) }
+            return
+        }
+        advance(connection, now)
+    }
+
+    /// Starts on the next buffered request when the connection is free for it.
+    private func advance(_ connection: Connection, _ now: UInt64) {
+        guard connections[connection.fd] === connection, !connection.handling, connection.lingerUntil == nil else {
+            return updateInterest(connection)
+        }
+        if connection.closeAfterWrite || connection.pendingOutput > 64 * 1024 { return updateInterest(connection) }
+        switch HTTPRequestParser.parse(connection.input[connection.inputStart...], limits: limits) {
+        case .request(let request, let keepAlive, let consumed):
+            connection.consume(consumed)
+            connection.continued = false
+            connection.requestStarted = connection.pendingInput == 0 ? nil : now
+            dispatch(connection, request, keepAlive: keepAlive)
+            return  // the pool thread owns it now
+        case .failure(let status, let message):
+            fail(connection, status: status, message: message, now)
+            return
+        case .needMore:
+            // A client that asked to be told before sending its body (RFC 9110 §10.1.1) is told, once.
+            if !connection.continued, connection.pendingOutput == 0,
+                HTTPRequestParser.expectsContinue(connection.input[connection.inputStart...], limits: limits)
+            {
+                connection.continued = true
+                connection.output.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                flush(connection, now)
+                guard connections[connection.fd] === connection else { return }
+            }
+            if connection.peerClosed {
+                if connection.pendingOutput == 0 { return close(connection) }
+                connection.closeAfterWrite = true
+            }
+        }
+        updateInterest(connection)
+    }
+
+    /// Hands the connection to a pool thread for `request` (and whatever complete requests follow it).
+    private func dispatch(_ connection: Connection, _ request: HTTPServerRequest, keepAlive: Bool) {
+        connection.handling = true
+        // Events for it are ignored from now on (one-shot watching reports at most one more); the pool thread
+        // watches it again when done.
+        let (server, limits, poller) = (server, limits, poller)
+        server.handlers.submit {
+            Self.handle(connection, request, keepAlive: keepAlive, server: server, limits: limits, poller: poller)
+        }
+    }
+
+    /// Takes back the connections pool threads have finished with.
+    private func takeBack(_ now: UInt64) {
+        let returned = server.shared.withLock { shared -> [Connection] in
+            defer { shared.returned = [] }
+            return shared.returned
+        }
+        for connection in returned {
+            guard connections[connection.fd] === connection else { continue }
+            connection.handling = false
+            if connection.rearmed && !stopStarted {
+                // Written, waiting, watched again by the pool thread: nothing to do.
+                connection.rearmed = false
+                connection.watching = (true, false)
+                continue
+            }
+            connection.rearmed = false
+            connection.watching = (false, false)
+            if stopStarted { connection.closeAfterWrite = true }
+            if connection.dropped {
+                close(connection)
+                continue
+            }
+            if connection.pendingInput == 0 {
+                connection.waitingSince = now
+                connection.requestStarted = nil
+            } else {
+                connection.requestStarted = now
+            }
+            flush(connection, now)
+            if connections[connection.fd] === connection { advance(connection, now) }
+        }
+    }
+
+    // MARK: Writing and closing
+
+    private func flush(_ connection: Connection, _ now: UInt64) {
+        while connection.pendingOutput > 0 {
+            guard let sent = Socket.sendSome(connection.fd, connection.output, from: connection.written) else {
+                return close(connection)
+            }
+            if sent == 0 {
+                if connection.writeStalledSince == nil { connection.writeStalledSince = now }
+                return updateInterest(connection)
+            }
+            connection.written += sent
+        }
+        connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
+        connection.written = 0
+        connection.writeStalledSince = nil
+        if connection.closeAfterWrite, !connection.handling {
+            guard connection.lingerAfterWrite else { return close(connection) }
+            // Half-close, then drain what the client still sends (up to 1 MiB or 1 s) so that closing with unread
+            // input does not reset the connection before it has read the answer (RFC 9112 §9.6).
+            shutdown(connection.fd, Int32(SHUT_WR))
+            connection.lingerUntil = now + 1_000_000_000
+            connection.dropInput()
+        }
+        updateInterest(connection)
+    }
+
+    /// Answers `status` and closes (after a lingering drain).
+    private func fail(_ connection: Connection, status: Int, message: String, _ now: UInt64) {
+        var response = HTTPServerResponse.text(status, message + "\n")
+        response.closesConnection = true
+        connection.output.append(contentsOf: response.serialized(keepAlive: false))
+        server.report("-", "-", status, DispatchTime.now())
+        connection.closeAfterWrite = true
+        connection.lingerAfterWrite = true
+        connection.dropInput()
+        flush(connection, now)
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        guard connections[connection.fd] === connection, !connection.handling else { return }
+        let read =
+            connection.lingerUntil != nil
+            || (!connection.peerClosed && !connection.closeAfterWrite && connection.pendingInput < inputCap)
+        let write = connection.pendingOutput > 0
+        guard read != connection.watching.read || write != connection.watching.write else { return }
+        connection.watching = (read, write)
+        poller.watch(connection.fd, read: read, write: write, new: false, oneShot: true)
+    }
+
+    private func close(_ connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        poller.forget(connection.fd)
+        closeDescriptor(connection.fd)
+    }
+
+    /// Deadlines: a request line, a whole request, silence mid-request, an idle keep-alive, a client not reading,
+    /// a lingering drain.
+    private func sweep(_ now: UInt64) {
+        let configuration = server.configuration
+        for connection in Array(connections.values) {
+            if let until = connection.lingerUntil {
+                if now >= until { close(connection) }
+                continue
+            }
+            if connection.handling { continue }
+            if let stalled = connection.writeStalledSince {
+                if now &- stalled >= Self.nanoseconds(configuration.writeTimeout) { close(connection) }
+                continue
+            }
+            if connection.pendingInput == 0 {
+                let limit = connection.served == 0 ? configuration.requestLineTimeout : configuration.readTimeout
+                if now &- connection.waitingSince >= Self.nanoseconds(limit) { close(connection) }
+                continue
+            }
+            let started = connection.requestStarted ?? connection.waitingSince
+            let lineLate =
+                connection.served == 0 && !connection.input[connection.inputStart...].contains(0x0A)
+                && now &- started >= Self.nanoseconds(configuration.requestLineTimeout)
+            if lineLate || now &- started >= Self.nanoseconds(configuration.requestTimeout)
+                || now &- connection.lastRead >= Self.nanoseconds(configuration.readTimeout)
+            {
+                fail(connection, status: 408, message: "the request was not completed in time", now)
+            }
+        }
+    }
+
+    private func beginStopping() {
+        guard !stopStarted else { return }
+        stopStarted = true
+        for fd in listeners {
+            poller.forget(fd)
+            closeDescriptor(fd)
+        }
+        listeners = []
+        // Connections with a pool thread are left to it: it sees `stopping` and closes them after the answer.
+        for connection in Array(connections.values) where !connection.handling {
+            if connection.waiting && connection.lingerUntil == nil {
+                close(connection)
+            } else {
+                connection.closeAfterWrite = true
+            }
+        }
+    }
+
+    private func drainWake() {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        while bytes.withUnsafeMutableBytes({ readDescriptor(server.wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+    }
+}
+
+/// `close(2)`, outside the types whose own `close` would shadow it.
+func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
+}
+
+/// `read(2)`, outside the types whose own `read` would shadow it.
+func readDescriptor(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
