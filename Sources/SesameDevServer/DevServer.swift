@@ -41,6 +41,8 @@ public final class DevServer: Sendable {
         var passwordBackOff = PasswordBackOff()
     }
 
+    /// When this process started serving (server clock): proofs made before it may have been used already.
+    let startedAt: Int64
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
     let formSecret = JOSECrypto.randomBytes(32)
     /// `sesame-cli` plus the configured clients, by ID (built once: every OIDC request reads it).
@@ -69,6 +71,7 @@ public final class DevServer: Sendable {
         dice = FaultDice(seed: configuration.faultSeed)
         store = try DevStore(path: configuration.databasePath)
         let now = Int64(configuration.clock().timeIntervalSince1970.rounded(.down))
+        startedAt = now
         let key = try store.signingKey(purpose: "access", algorithm: configuration.signingAlgorithm, now: now)
         let keys = try JWKSet(keys: try store.publicKeys(purpose: "access"))
         let created = try store.activeKeyCreation(purpose: "access") ?? now

@@ -63,8 +63,15 @@ extension EventLoop {
         var pendingOutput: Int { output.count - written }
         var pendingInput: Int { input.count - inputStart }
 
+        /// How much of the pending input has been searched for a head's end without finding one.
+        var headScanned = 0
+        /// The pending input a complete request needs (its head and body), once its head is known; 0 until then.
+        var requestBytes = 0
+
         /// Takes `count` bytes off the front of the input (moving what is left only now and then).
         func consume(_ count: Int) {
+            headScanned = 0
+            requestBytes = 0
             inputStart += count
             if inputStart == input.count {
                 input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
@@ -78,8 +85,16 @@ extension EventLoop {
         func dropInput() {
             input = []
             inputStart = 0
+            headScanned = 0
+            requestBytes = 0
         }
         /// Neither a request with a handler nor a response on its way: it may be closed to make room.
         var waiting: Bool { !handling && pendingOutput == 0 }
+
+        /// Whether it may be closed to make room at `now`: waiting, or stuck on a client that has not read its
+        /// answer for a second.
+        func evictable(at now: UInt64) -> Bool {
+            waiting || (!handling && writeStalledSince.map { now &- $0 >= 1_000_000_000 } == true)
+        }
     }
 }

@@ -19,6 +19,16 @@ extension EventLoop {
         limits: HTTPRequestParser.Limits, poller: Poller
     ) {
         var (request, keepAlive) = (first, firstKeepAlive)
+        // A connection keeps a pool thread for one turn only: at most `turnRequests` requests or `turnNanoseconds`,
+        // then it goes back to the loop and waits its turn again behind the others (a client that pipelines or
+        // answers at once cannot hold a thread for good).
+        let turnStart = DispatchTime.now().uptimeNanoseconds
+        var handled = 0
+        // A stopped server runs no more handlers: the connection is closed.
+        if server.shared.withLock({ $0.exited }) {
+            closeDescriptor(connection.fd)
+            return
+        }
         readMore: while true {
             if connection.handlingNext {
                 // Input arrived while waiting above: the next request, if it is whole.
@@ -32,6 +42,7 @@ extension EventLoop {
             }
             let start = DispatchTime.now()
             let response = server.handler(request)
+            handled += 1
             if response.dropsConnection {
                 server.report(request.method, request.path, 0, start)
                 connection.dropped = true
@@ -43,8 +54,10 @@ extension EventLoop {
             server.report(request.method, request.path, response.status, start)
             connection.served += 1
             if !staysOpen { connection.closeAfterWrite = true }
+            let turnLeft =
+                handled < Self.turnRequests && DispatchTime.now().uptimeNanoseconds &- turnStart < Self.turnNanoseconds
             // Pipelined requests: their answers are gathered and written together when the input runs dry.
-            if !connection.closeAfterWrite, connection.pendingOutput < 64 * 1024,
+            if turnLeft, !connection.closeAfterWrite, connection.pendingOutput < 64 * 1024,
                 case .request(let next, let nextKeepAlive, let consumed) = HTTPRequestParser.parse(
                     connection.input[connection.inputStart...], limits: limits)
             {
@@ -63,6 +76,8 @@ extension EventLoop {
             if connection.dropped || connection.pendingOutput > 0 || connection.closeAfterWrite { break }
             connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
             connection.written = 0
+            connection.writeStalledSince = nil
+            if !turnLeft { break }  // the loop gives it another turn (a request may be buffered)
             switch HTTPRequestParser.parse(connection.input[connection.inputStart...], limits: limits) {
             case .request(let next, let nextKeepAlive, let consumed):
                 connection.consume(consumed)
@@ -71,7 +86,9 @@ extension EventLoop {
             case .needMore:
                 // A busy keep-alive client sends its next request right after reading the answer: wait for it a
                 // moment here (in the kernel, no CPU), which saves two thread hand-offs per request under load.
-                if connection.pendingInput == 0, !connection.peerClosed, Self.awaitInput(connection, milliseconds: 1) {
+                if connection.pendingInput == 0, !connection.peerClosed, !server.handlers.hasWaitingJobs,
+                    Self.awaitInput(connection, milliseconds: 1)
+                {
                     connection.handlingNext = true
                     continue readMore
                 }
@@ -89,6 +106,10 @@ extension EventLoop {
         if !server.handBack(connection, poller: poller) { closeDescriptor(connection.fd) }
     }
 
+    /// The most requests, and time, one connection's turn on a pool thread may take.
+    static let turnRequests = 64
+    static let turnNanoseconds: UInt64 = 10_000_000
+
     /// On a pool thread: waits up to `milliseconds` for input on the connection and reads what came (false when
     /// nothing did, or the peer closed: the loop takes it from there).
     private static func awaitInput(_ connection: Connection, milliseconds: Int32) -> Bool {
@@ -104,7 +125,7 @@ extension EventLoop {
                 connection.lastRead = now
                 connection.input.append(contentsOf: chunk[0..<count])
                 got = true
-                if count < chunk.count { break }
+                if count < chunk.count || connection.pendingInput >= 64 * 1024 { break }
                 continue
             }
             if count == 0 { connection.peerClosed = true }

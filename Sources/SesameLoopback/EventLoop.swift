@@ -33,7 +33,16 @@ final class EventLoop: @unchecked Sendable {
         self.listeners = listeners
         let configuration = server.configuration
         limits = .init(maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
-        maximum = max(1, configuration.maxConnections)
+        // Never more connections than descriptors (less a reserve for the database, logs and listeners): past the
+        // limit accept would fail before anything could be made room for.
+        var limit = rlimit()
+        #if canImport(Glibc)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        let descriptors = getrlimit(resource, &limit) == 0 ? Int(clamping: limit.rlim_cur) : Int.max
+        maximum = max(1, min(configuration.maxConnections, descriptors - 64))
         perPeer = max(1, configuration.maxConnectionsPerPeer ?? maximum)
         inputCap = configuration.maxHeaderBytes + configuration.maxBodyBytes + 64 * 1024
     }
@@ -76,8 +85,14 @@ final class EventLoop: @unchecked Sendable {
             }
             if stopping && (connections.isEmpty || now >= deadline) { break }
         }
-        // Pool threads re-arm their connections under this lock, so after it none touches the poller.
-        server.shared.withLock { $0.exited = true }
+        // Pool threads re-arm their connections under this lock, so after it none touches the poller; those handed
+        // back since the last look are the loop's to close.
+        let late = server.shared.withLock { shared -> [Connection] in
+            shared.exited = true
+            defer { shared.returned = [] }
+            return shared.returned
+        }
+        for connection in late { connection.handling = false }
         poller.close()
         // A connection with a pool thread is closed by that thread when it finds the loop gone.
         for connection in connections.values where !connection.handling { closeDescriptor(connection.fd) }
@@ -94,11 +109,11 @@ final class EventLoop: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EMFILE || errno == ENFILE {
-                    // Out of descriptors: stop watching the listeners for a moment instead of spinning on them.
-                    acceptPausedUntil = now + 50_000_000
-                    for fd in listeners { poller.watch(fd, read: false, write: false, new: false) }
-                }
+                // Out of descriptors (or memory): make room for the next accept by closing the longest-waiting
+                // connection, and stop watching the listeners for a moment instead of spinning on them.
+                if errno == EMFILE || errno == ENFILE { _ = evictOne(among: Array(connections.values)) }
+                acceptPausedUntil = now + 10_000_000
+                for fd in listeners { poller.watch(fd, read: false, write: false, new: false) }
                 return
             }
             Socket.setNonBlocking(fd)
@@ -124,9 +139,12 @@ final class EventLoop: @unchecked Sendable {
     /// Closes the connection among `candidates` that has waited longest without a request with a handler or a
     /// response on its way (draining ones first); false when there is none.
     private func evictOne(among candidates: [Connection]) -> Bool {
-        let waiting = candidates.filter(\.waiting)
+        let now = DispatchTime.now().uptimeNanoseconds
+        // Longest waiting first; among equals (accepted in one batch) the one accepted first.
         guard
-            let victim = waiting.min(by: { rank($0) < rank($1) })
+            let victim = candidates.filter({ $0.evictable(at: now) }).min(by: {
+                (rank($0), $0.id) < (rank($1), $1.id)
+            })
         else { return false }
         if victim.lingerUntil == nil, victim.pendingInput > 0 {
             // Half a request: say why, as far as the socket takes it at once.
@@ -189,7 +207,22 @@ final class EventLoop: @unchecked Sendable {
             return updateInterest(connection)
         }
         if connection.closeAfterWrite || connection.pendingOutput > 64 * 1024 { return updateInterest(connection) }
-        switch HTTPRequestParser.parse(connection.input[connection.inputStart...], limits: limits) {
+        let pending = connection.input[connection.inputStart...]
+        // Parse only when a request can be complete: a head's end seen (searched from where the last search
+        // stopped) and, once the head is known, its body all here. A trickle costs a few bytes of search each time.
+        var complete = true
+        if connection.requestBytes == 0 {
+            if connection.pendingInput <= limits.maxHeaderBytes + 4,
+                !HTTPRequestParser.hasHeadEnd(pending, from: connection.headScanned)
+            {
+                connection.headScanned = connection.pendingInput
+                complete = false
+            } else {
+                connection.requestBytes = HTTPRequestParser.requestLength(pending, limits: limits) ?? 0
+            }
+        }
+        if complete, connection.requestBytes > connection.pendingInput { complete = false }
+        switch complete ? HTTPRequestParser.parse(pending, limits: limits) : .needMore {
         case .request(let request, let keepAlive, let consumed):
             connection.consume(consumed)
             connection.continued = false
@@ -201,7 +234,7 @@ final class EventLoop: @unchecked Sendable {
             return
         case .needMore:
             // A client that asked to be told before sending its body (RFC 9110 §10.1.1) is told, once.
-            if !connection.continued, connection.pendingOutput == 0,
+            if !connection.continued, connection.pendingOutput == 0, connection.requestBytes > 0,
                 HTTPRequestParser.expectsContinue(connection.input[connection.inputStart...], limits: limits)
             {
                 connection.continued = true

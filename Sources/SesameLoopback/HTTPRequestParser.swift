@@ -72,6 +72,37 @@ struct HTTPRequestParser {
         )
     }
 
+    /// Whether a head's end (CRLF CRLF) is in `buffer`, looking only from offset `from` on (less the 3 bytes an end
+    /// may straddle): a connection trickling its head in is not scanned again from the start on every byte.
+    static func hasHeadEnd(_ buffer: ArraySlice<UInt8>, from: Int) -> Bool {
+        let start = max(0, from - 3)
+        guard buffer.count - start >= 4 else { return false }
+        return buffer.withUnsafeBufferPointer { bytes in
+            var index = start
+            while index + 3 < bytes.count {
+                if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 3] == 0x0A {
+                    return true
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    /// The length of the whole request (head and body) whose head is complete in `buffer`; nil without a head or a
+    /// readable `Content-Length` (then the full parse decides).
+    static func requestLength(_ buffer: ArraySlice<UInt8>, limits: Limits) -> Int? {
+        guard let headEnd = headerEnd(in: buffer, limit: limits.maxHeaderBytes) else { return nil }
+        let base = buffer.startIndex
+        var length = 0
+        for line in split(buffer[base..<(base + headEnd)]).dropFirst() {
+            guard let (name, value) = parseField(line), name.lowercased() == "content-length" else { continue }
+            guard let value = Int(value), value >= 0, value <= limits.maxBodyBytes else { return nil }
+            length = value
+        }
+        return headEnd + 4 + length
+    }
+
     /// Whether `buffer` holds a whole head that carries `Expect: 100-continue` (its body not yet complete).
     static func expectsContinue(_ buffer: ArraySlice<UInt8>, limits: Limits) -> Bool {
         guard let headEnd = headerEnd(in: buffer, limit: limits.maxHeaderBytes) else { return false }

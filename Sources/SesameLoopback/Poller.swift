@@ -66,6 +66,9 @@ struct Poller: @unchecked Sendable {
             let lock = NSLock()
             var events: [Int32: Int16] = [:]
             var oneShot: Set<Int32> = []
+            /// Bumped by every watch: a one-shot descriptor is disarmed after an event only if nobody re-armed it
+            /// since the set was taken.
+            var generation: [Int32: UInt64] = [:]
         }
         private let interest = Interest()
 
@@ -77,6 +80,7 @@ struct Poller: @unchecked Sendable {
             interest.lock.lock()
             defer { interest.lock.unlock() }
             interest.events[fd] = (read ? Int16(POLLIN) : 0) | (write ? Int16(POLLOUT) : 0)
+            interest.generation[fd, default: 0] &+= 1
             if oneShot { interest.oneShot.insert(fd) } else { interest.oneShot.remove(fd) }
         }
 
@@ -84,18 +88,26 @@ struct Poller: @unchecked Sendable {
             interest.lock.lock()
             defer { interest.lock.unlock() }
             interest.events[fd] = nil
+            interest.generation[fd] = nil
             interest.oneShot.remove(fd)
         }
 
         func wait(milliseconds: Int32) -> [Event] {
             interest.lock.lock()
-            var descriptors = interest.events.map { pollfd(fd: $0.key, events: $0.value, revents: 0) }
+            // Disarmed descriptors are left out (poll reports hang-ups even without events: no spinning on them).
+            var descriptors = interest.events.filter { $0.value != 0 }.map {
+                pollfd(fd: $0.key, events: $0.value, revents: 0)
+            }
+            let generations = interest.generation
             interest.lock.unlock()
             let count = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
             guard count > 0 else { return [] }
             let ready = descriptors.filter { $0.revents != 0 }
             interest.lock.lock()
-            for entry in ready where interest.oneShot.contains(entry.fd) { interest.events[entry.fd] = 0 }
+            for entry in ready
+            where interest.oneShot.contains(entry.fd) && interest.generation[entry.fd] == generations[entry.fd] {
+                interest.events[entry.fd] = 0
+            }
             interest.lock.unlock()
             return ready.map { entry in
                 Event(

@@ -25,7 +25,8 @@ final class WorkerPool: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         jobs.append(job)
-        if idle == 0, threads < maximum {
+        // Idle threads only count once they take a job: start one whenever the jobs waiting outnumber them.
+        if jobs.count - next > idle, threads < maximum {
             threads += 1
             let thread = Thread { [self] in work() }
             thread.name = name
@@ -33,6 +34,13 @@ final class WorkerPool: @unchecked Sendable {
         } else {
             condition.signal()
         }
+    }
+
+    /// Whether jobs are waiting for a thread.
+    var hasWaitingJobs: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count - next > idle
     }
 
     /// Lets the threads end once the jobs already submitted are done.

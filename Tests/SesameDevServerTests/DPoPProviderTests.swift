@@ -252,3 +252,43 @@ import Testing
         #expect(renewed.status == 200, "the victim's grant lives on: \(renewed.body)")
     }
 }
+
+/// Issue 20 #13: the DPoP replay cache is in memory, the grants (with `--db`) on disk.
+@Suite struct DPoPRestartTests {
+    @Test(
+        "a proof used before a restart on the same database is not accepted again: asked for a nonce, which a fresh proof then carries"
+    )
+    func replayAcrossRestart() throws {
+        // A folder of our own: the server refuses a database in a folder others can write.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("dev.sqlite").path
+        let first = try OIDCTestServer { $0.databasePath = path }
+        let key = try JWK.generate(for: .es256)
+        first.clock.advance(by: 10)  // proofs made well after the start (none of this process's is suspect)
+        let tokens = try #require(try DPoPProviderTests.dpopTokens(first, key: key).json)
+        let access = tokens["access_token"].string
+        let proof = try DPoPProviderTests.proof(first, key, "GET", "/userinfo", token: access)
+        let headers = [("Authorization", "DPoP \(access)"), ("DPoP", proof)]
+        #expect(try first.browser.get("/userinfo", headers: headers).status == 200)
+        first.stop()
+
+        // The same database and issuer, seconds later (the proof is still within its minute).
+        let issuer = first.issuerText
+        let second = try OIDCTestServer {
+            $0.databasePath = path
+            $0.issuer = URL(string: issuer)
+            $0.clock = { first.clock.now }
+        }
+        defer { second.stop() }
+        let replayed = try second.browser.get("/userinfo", headers: headers)
+        #expect(replayed.status == 401 && replayed.header("WWW-Authenticate")?.contains("use_dpop_nonce") == true)
+        let nonce = try #require(replayed.header("DPoP-Nonce"))
+        let fresh = try DPoPProviderTests.proof(first, key, "GET", "/userinfo", token: access, nonce: nonce)
+        #expect(
+            try second.browser.get("/userinfo", headers: [("Authorization", "DPoP \(access)"), ("DPoP", fresh)])
+                .status == 200)
+    }
+}

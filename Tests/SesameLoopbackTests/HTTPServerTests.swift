@@ -311,4 +311,66 @@ import Testing
         #expect(answer.hasSuffix("hello other"))
         #expect(sent.wait(timeout: .now() + 20) == .success)
     }
+
+    @Test(
+        "70 clients pipelining without pause cannot hold the 64 handler threads: a newcomer is served within a second",
+        .timeLimit(.minutes(1)))
+    func greedyPipeliners() throws {
+        let server = try HTTPServerTests.makeServer()
+        defer { server.stop() }
+        let stop = LockedBox(false)
+        let group = DispatchGroup()
+        for _ in 0..<70 {
+            let client = try RawClient(port: server.port, timeout: 10)
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let batch = String(repeating: "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", count: 200)
+                while !stop.value {
+                    client.send(batch)
+                    guard client.readResponses(200).count == 200 else { return }
+                }
+            }.start()
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let newcomer = try RawClient(port: server.port)
+        let asked = Date()
+        newcomer.send("GET /hello?name=newcomer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(newcomer.readToEnd().hasSuffix("hello newcomer"))
+        #expect(Date().timeIntervalSince(asked) < 1)
+        stop.value = true
+        group.wait()
+    }
+
+    @Test(
+        "A client that stops reading a large answer does not keep the only slot for the write timeout: after a second it makes room"
+    )
+    func stalledReaderMakesRoom() throws {
+        var router = HTTPRouter()
+        router.add("GET", "/big") { _ in
+            HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "application/octet-stream"], body: Data(count: 8 << 20))
+        }
+        router.add("GET", "/hello") { _ in .text(200, "hello") }
+        var configuration = HTTPServer.Configuration()
+        configuration.maxConnections = 1
+        configuration.writeTimeout = 30
+        let server = HTTPServer(configuration: configuration, handler: router.handle)
+        try server.start()
+        defer { server.stop() }
+        let reader = try RawClient(port: server.port)
+        reader.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")  // and never reads
+        Thread.sleep(forTimeInterval: 0.3)
+        let started = Date()
+        var answer = ""
+        for _ in 0..<40 where !answer.hasSuffix("hello") {
+            let other = try RawClient(port: server.port)
+            other.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = other.readToEnd()
+            if !answer.hasSuffix("hello") { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(answer.hasSuffix("hello"))
+        #expect(Date().timeIntervalSince(started) < 3, "made room after about a second, not the 30 s write timeout")
+        withExtendedLifetime(reader) {}
+    }
 }

@@ -29,7 +29,7 @@ extension DevServer {
         let proofs = request.headers.values("DPoP")
         guard !proofs.isEmpty else { return .absent }
         let resource = accessToken != nil
-        func refuse(_ code: String, _ description: String) -> DPoPCheck {
+        func refuse(_ code: String, _ description: String, nonce: Bool = false) -> DPoPCheck {
             var response =
                 resource
                 ? Self.error(401, code, description)
@@ -37,7 +37,7 @@ extension DevServer {
             if resource {
                 response.headers.set("WWW-Authenticate", "DPoP error=\"\(code)\", algs=\"ES256 EdDSA RS256 PS256\"")
             }
-            if configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: now)) }
+            if configuration.dpopNonce || nonce { response.headers.set("DPoP-Nonce", dpopNonce(at: now)) }
             return .refused(response)
         }
         guard proofs.count == 1, let proof = proofs.first, let url = URL(string: state.withLock { $0.issuer } + path)
@@ -51,11 +51,20 @@ extension DevServer {
         } catch {
             return refuse("invalid_dpop_proof", "the DPoP proof was rejected: \(error)")
         }
-        if configuration.dpopNonce {
-            let accepted = [dpopNonce(at: time), dpopNonce(at: time - Self.dpopNonceWindow)]
-            guard let stated = verified.nonce,
-                accepted.contains(where: { ConstantTime.equals(Array($0.utf8), Array(stated.utf8)) })
-            else { return refuse("use_dpop_nonce", "use the DPoP-Nonce this server sent") }
+        let accepted = [dpopNonce(at: time), dpopNonce(at: time - Self.dpopNonceWindow)]
+        let carriesNonce = verified.nonce.map { stated in
+            accepted.contains { ConstantTime.equals(Array($0.utf8), Array(stated.utf8)) }
+        }
+        if configuration.dpopNonce, carriesNonce != true {
+            return refuse("use_dpop_nonce", "use the DPoP-Nonce this server sent")
+        }
+        // The replay cache lives in memory, the grants (with `--db`) on disk: a proof that may predate this process
+        // (its iat before the start, with the clock skew allowed) could have been used before a restart. A nonce of
+        // this process's proves a proof new, so such a proof is asked for one (RFC 9449 §8) instead of trusted.
+        let fresh = verified.issuedAt.timeIntervalSince1970 >= Double(startedAt) + DPoPProofVerifier().leeway
+        if configuration.databasePath != ":memory:", !fresh, carriesNonce != true {
+            return refuse(
+                "use_dpop_nonce", "this proof may predate the server's start: use the DPoP-Nonce", nonce: true)
         }
         // A proof is good once (RFC 9449 §11.1): its jti is remembered for as long as the proof would be accepted.
         let outcome = dpopProofs.withLock {
