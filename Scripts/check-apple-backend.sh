@@ -132,7 +132,8 @@ package_name=$(basename "$root" | tr '[:upper:]' '[:lower:]')
 flags=(-typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility
     -package-name "$package_name" -I "$stubs" "${crypto_includes[@]}")
-main_modules=(-I "$root/.build/debug/Modules" -Xcc "-fmodule-map-file=$root/Sources/CSesameOpenSSL/module.modulemap")
+main_modules=(-I "$root/.build/debug/Modules" -Xcc "-fmodule-map-file=$root/Sources/CSesameOpenSSL/module.modulemap"
+    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameEpoll.build/module.modulemap")  # SesameLoopback was built on Linux
 typecheck() {  # name, then swiftc arguments
     local name=$1
     shift
@@ -147,6 +148,9 @@ typecheck() {  # name, then swiftc arguments
 }
 mapfile -t jose_sources < <(find "$root/Sources/SesameJOSE" -name '*.swift')
 typecheck "SesameJOSE (CryptoKit + CommonCrypto + Security RSA)" -module-name SesameJOSE "${jose_sources[@]}"
+mapfile -t loopback_sources < <(find "$root/Sources/SesameLoopback" -name '*.swift')
+# Without CSesameEpoll (Linux only) the event loop takes its poll(2) path, as on Apple platforms.
+typecheck "SesameLoopback (poll instead of epoll)" -module-name SesameLoopback "${loopback_sources[@]}"
 mapfile -t sesame_sources < <(find "$root/Sources/Sesame" -name '*.swift')
 typecheck "Sesame (URLSession transport, no libcurl or libsecret)" -module-name Sesame "${main_modules[@]}" \
     "${sesame_sources[@]}"

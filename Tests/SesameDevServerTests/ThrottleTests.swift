@@ -87,6 +87,9 @@ import Testing
     func passwordBackOff() throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
+        // Empty passwords (a slip: Deny on the device page without signing in) do not count.
+        for _ in 0..<8 { #expect(try Self.login(oidc, OIDCTestServer.email, "").status == 401) }
+        #expect(try Self.login(oidc, OIDCTestServer.email, OIDCTestServer.password).status == 200)
         for _ in 0..<5 {
             #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
         }
@@ -108,6 +111,38 @@ import Testing
         #expect(try Self.login(oidc, OIDCTestServer.email, OIDCTestServer.password).status == 200)
         #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
         #expect(try Self.login(oidc, OIDCTestServer.email, "wrong-password").status == 401)
+    }
+}
+
+@Suite struct KnownBrowserTests {
+    @Test(
+        "#8: a browser where the account signed in before has a bucket of its own: a guesser elsewhere does not keep the owner out"
+    )
+    func ownerIsNotLockedOut() throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        _ = try oidc.code(OIDCTestServer.PKCE())  // alice signs in, in her browser
+        #expect(oidc.browser.cookie("sesame_known") != nil)
+        // Someone else guesses her password as fast as they can (the REST route: the account's shared bucket).
+        for _ in 0..<30 { _ = try ThrottleTests.login(oidc, OIDCTestServer.email, "a-guess") }
+        #expect(try ThrottleTests.login(oidc, OIDCTestServer.email, "a-guess").status == 429)
+        // Alice, in her browser, gets in at once, every time.
+        for _ in 0..<3 {
+            let page = try oidc.signIn(oidc.parameters(OIDCTestServer.PKCE()))
+            #expect(page.status == 303 && page.redirectParameters["code"] != nil, "\(page.status)")
+        }
+        // A browser without the cookie, with a forged one, or with the tag of another account is the guesser's.
+        let known = try #require(oidc.browser.cookie("sesame_known"))
+        let tag = String(known.split(separator: ".")[0])
+        for planted in [nil, "\(tag).forged", "x.y"] {
+            let stranger = TestBrowser(port: oidc.browser.port)
+            if let planted { stranger.setCookie("sesame_known", planted) }
+            let form = try oidc.authorize(oidc.parameters(OIDCTestServer.PKCE()), browser: stranger)
+            let tried = try stranger.post(
+                "/authorize",
+                form: form.hiddenFields() + [("email", OIDCTestServer.email), ("password", OIDCTestServer.password)])
+            #expect(tried.status == 429, "\(planted ?? "none")")
+        }
     }
 }
 

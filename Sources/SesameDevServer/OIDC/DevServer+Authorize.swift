@@ -124,7 +124,11 @@ extension DevServer {
         let loopback = !AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
-                return redirect(authorization, error: OAuthFailure("login_required", "no signed-in browser session"))
+                let why =
+                    configuration.rememberBrowser
+                    ? "no signed-in browser session"
+                    : "this server keeps no browser sessions (start it with --remember-browser to keep them)"
+                return redirect(authorization, error: OAuthFailure("login_required", why))
             }
             if loopback {
                 return redirect(
@@ -226,6 +230,7 @@ extension DevServer {
             return redirect(authorization, error: OAuthFailure("access_denied", "the user cancelled the sign-in"))
         }
         var claims: String?
+        var setKnown: [String] = []
         let user: DevStore.User
         if let chosen = parameters["sign_in_as"], configuration.devEndpoints {
             if let text = parameters["claims"], !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
@@ -244,8 +249,10 @@ extension DevServer {
             user = found
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
-            switch checkPassword(email: email, password: parameters.values["password"] ?? "") {
-            case .user(let found): user = found
+            switch checkPassword(email: email, password: parameters.values["password"] ?? "", request: request) {
+            case .user(let found):
+                user = found
+                setKnown = knownBrowserCookie(for: email)
             case .wrong:
                 return signInForm(
                     request, authorization, email: parameters.values["email"],
@@ -265,7 +272,7 @@ extension DevServer {
         }
         state.withLock { $0.counters.logins += 1 }
         var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
-        for set in setSession { response.headers.add("Set-Cookie", set) }
+        for set in setSession + setKnown { response.headers.add("Set-Cookie", set) }
         return response
     }
 
@@ -278,16 +285,48 @@ extension DevServer {
     }
 
     /// Checks `password` for `email` (normalized), under the account's back-off.
-    func checkPassword(email: String, password: String) -> PasswordCheck {
+    ///
+    /// A browser where this account signed in before (its `sesame_known` cookie, see ``knownBrowserCookie(for:)``)
+    /// has a back-off bucket of its own: someone guessing the account's password elsewhere does not keep its owner
+    /// out (OWASP's "device cookie").
+    func checkPassword(email: String, password: String, request: HTTPServerRequest? = nil) -> PasswordCheck {
+        // No account has an empty password: refused without counting against the account (an empty form is a
+        // slip, not a guess).
+        guard !password.isEmpty else { return .wrong }
         let time = now
-        if let wait = state.withLock({ $0.passwordBackOff.admit(email, now: time) }) { return .backOff(wait) }
+        let bucket = request.flatMap { knownBrowser($0, email: email) }.map { "known \($0) \(email)" } ?? email
+        if let wait = state.withLock({ $0.passwordBackOff.admit(bucket, now: time) }) { return .backOff(wait) }
         state.withLock { $0.counters.passwordChecks += 1 }
         guard let user = verifyPassword(email: email, password: password) else {
-            state.withLock { $0.passwordBackOff.failed(email, now: time) }
+            state.withLock { $0.passwordBackOff.failed(bucket, now: time) }
             return .wrong
         }
-        state.withLock { $0.passwordBackOff.succeeded(email) }
+        state.withLock { $0.passwordBackOff.succeeded(bucket) }
         return .user(user)
+    }
+
+    static let knownCookie = "sesame_known"
+
+    /// The `Set-Cookie` values that mark this browser as one where `email` signed in (30 days): a random tag and
+    /// its MAC with the account under this run's form secret.
+    func knownBrowserCookie(for email: String) -> [String] {
+        let tag = Base64URL.encode(JOSECrypto.randomBytes(16))
+        return setCookie(Self.knownCookie, tag + "." + knownBrowserMAC(tag: tag, email: email), maxAge: 30 * 86400)
+    }
+
+    /// The tag of a valid `sesame_known` cookie for `email` in `request`, or nil.
+    private func knownBrowser(_ request: HTTPServerRequest, email: String) -> String? {
+        guard let value = cookie(Self.knownCookie, in: request) else { return nil }
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count == 22, parts[0].utf8.allSatisfy(AuthorizationRequest.isBase64URL)
+        else { return nil }
+        let tag = String(parts[0])
+        let expected = knownBrowserMAC(tag: tag, email: email)
+        return ConstantTime.equals(Array(expected.utf8), Array(parts[1].utf8)) ? tag : nil
+    }
+
+    private func knownBrowserMAC(tag: String, email: String) -> String {
+        Base64URL.encode(JOSECrypto.hmac(Array("known\n\(tag)\n\(email)".utf8), key: formSecret, algorithm: .hs256))
     }
 
     /// The user whose password this is, or nil; as slow for an unknown email as for a wrong password.

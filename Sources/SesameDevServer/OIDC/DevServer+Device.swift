@@ -92,6 +92,7 @@ extension DevServer {
         // password); the second step, the decision, takes only the ticket the first one put in its page — never a
         // session alone, so no other page can decide for the user (RFC 8628 §5.4).
         var setSession: [String] = []
+        var setKnown: [String] = []
         let user: DevStore.User
         let authTime: Int64
         let confirmed = parameters.values["confirmed"] == "1"
@@ -106,8 +107,10 @@ extension DevServer {
             (user, authTime) = (session.user, session.authTime)
         } else {
             let email = Self.normalize(email: parameters.values["email"] ?? "")
-            switch checkPassword(email: email, password: parameters.values["password"] ?? "") {
-            case .user(let found): (user, authTime) = (found, now)
+            switch checkPassword(email: email, password: parameters.values["password"] ?? "", request: request) {
+            case .user(let found):
+                (user, authTime) = (found, now)
+                setKnown = knownBrowserCookie(for: email)
             case .wrong:
                 return devicePage(
                     request, userCode: typed, message: "The email or password is wrong. Try again.", isError: true,
@@ -148,7 +151,7 @@ extension DevServer {
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
         }
-        for set in setSession { response.headers.add("Set-Cookie", set) }
+        for set in setSession + setKnown { response.headers.add("Set-Cookie", set) }
         return response
     }
 

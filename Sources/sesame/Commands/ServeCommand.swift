@@ -143,6 +143,13 @@ struct ServeCommand: SesameCommand {
                         + "anyone who can reach it can mint tokens and inject faults (--no-dev-endpoints turns them off)\n")
                         .utf8))
         }
+        if configuration.rememberBrowser {
+            FileHandle.standardError.write(
+                Data(
+                    ("sesame serve: --remember-browser: a browser that signed in skips the password for 12 hours; any "
+                        + "local program that can make it open a loopback URL can take that session (see the README)\n")
+                        .utf8))
+        }
         if let mode = configuration.rpTest {
             FileHandle.standardError.write(
                 Data(
