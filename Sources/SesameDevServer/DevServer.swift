@@ -33,10 +33,8 @@ public final class DevServer: Sendable {
         var rpTest: RPTestMode?
         /// ID tokens issued since the RP test mode was set (the key-rotation modes act on the first).
         var rpTestIDTokens = 0
-        /// Wrong user codes typed on the device page, per browser (its CSRF cookie): 5 a minute.
+        /// Wrong user codes typed on the device page, per browser (its CSRF cookie) and per account: 5 a minute.
         var deviceCodeFailures = FailureWindow(limit: 5, window: 60)
-        /// Wrong user codes from all browsers together: the backstop against guessing with fresh cookies.
-        var allDeviceCodeFailures = FailureWindow(limit: DevServer.deviceCodeFailuresPerMinute, window: 60)
         /// Password checks per account (``PasswordBackOff``).
         var passwordBackOff = PasswordBackOff()
     }

@@ -2,7 +2,8 @@
 /// on nobody else.
 ///
 /// At most ``maximumKeys`` keys are kept: past that, keys whose failures have left the window go first, then those
-/// whose last failure is oldest (a flood of new keys cannot grow memory, only forget the quietest keys early).
+/// whose last failure is oldest — never a key at its limit (a flood of new keys cannot grow memory, nor lift a
+/// back-off; it can only make the quietest keys forget early).
 struct FailureWindow {
     let limit: Int
     /// Seconds.
@@ -34,8 +35,14 @@ struct FailureWindow {
     private mutating func evict(now: Int64) {
         failures = failures.filter { $0.value.contains { $0 > now - window } }
         guard failures.count >= Self.maximumKeys else { return }
-        let newest = failures.sorted { ($0.value.last ?? 0) > ($1.value.last ?? 0) }.prefix(Self.maximumKeys / 2)
-        failures = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
+        // Keys at their limit are kept whatever happens (a flood of new keys must not lift a back-off); of the
+        // others, the half with the newest failures.
+        let over = failures.filter { isOver($0.key, now: now) }
+        let others = failures.filter { !isOver($0.key, now: now) }.sorted {
+            ($0.value.last ?? 0) > ($1.value.last ?? 0)
+        }
+        .prefix(max(0, Self.maximumKeys / 2 - over.count))
+        failures = over.merging(others.map { ($0.key, $0.value) }) { first, _ in first }
     }
 }
 

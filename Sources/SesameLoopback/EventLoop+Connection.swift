@@ -67,11 +67,14 @@ extension EventLoop {
         var headScanned = 0
         /// The pending input a complete request needs (its head and body), once its head is known; 0 until then.
         var requestBytes = 0
+        /// The request being received asked for `100 Continue` (known once its head is).
+        var expectsContinue = false
 
         /// Takes `count` bytes off the front of the input (moving what is left only now and then).
         func consume(_ count: Int) {
             headScanned = 0
             requestBytes = 0
+            expectsContinue = false
             inputStart += count
             if inputStart == input.count {
                 input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
@@ -87,6 +90,7 @@ extension EventLoop {
             inputStart = 0
             headScanned = 0
             requestBytes = 0
+            expectsContinue = false
         }
         /// Neither a request with a handler nor a response on its way: it may be closed to make room.
         var waiting: Bool { !handling && pendingOutput == 0 }

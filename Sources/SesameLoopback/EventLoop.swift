@@ -109,6 +109,7 @@ final class EventLoop: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }  // the batch is done
                 // Out of descriptors (or memory): make room for the next accept by closing the longest-waiting
                 // connection, and stop watching the listeners for a moment instead of spinning on them.
                 if errno == EMFILE || errno == ENFILE { _ = evictOne(among: Array(connections.values)) }
@@ -133,6 +134,10 @@ final class EventLoop: @unchecked Sendable {
             connections[fd] = connection
             connection.watching = (true, false)
             poller.watch(fd, read: true, write: false, new: true, oneShot: true)
+            // Most clients send their request with the connection: read it now, so that a complete request goes to a
+            // handler before later accepts of this batch look for a connection to close.
+            connection.watching = (false, false)
+            read(connection, now)
         }
     }
 
@@ -219,6 +224,9 @@ final class EventLoop: @unchecked Sendable {
                 complete = false
             } else {
                 connection.requestBytes = HTTPRequestParser.requestLength(pending, limits: limits) ?? 0
+                // Looked for once, with the head: not again for every byte of the body.
+                connection.expectsContinue =
+                    connection.requestBytes > 0 && HTTPRequestParser.expectsContinue(pending, limits: limits)
             }
         }
         if complete, connection.requestBytes > connection.pendingInput { complete = false }
@@ -234,9 +242,7 @@ final class EventLoop: @unchecked Sendable {
             return
         case .needMore:
             // A client that asked to be told before sending its body (RFC 9110 §10.1.1) is told, once.
-            if !connection.continued, connection.pendingOutput == 0, connection.requestBytes > 0,
-                HTTPRequestParser.expectsContinue(connection.input[connection.inputStart...], limits: limits)
-            {
+            if !connection.continued, connection.expectsContinue, connection.pendingOutput == 0 {
                 connection.continued = true
                 connection.output.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                 flush(connection, now)

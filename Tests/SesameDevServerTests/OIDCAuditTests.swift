@@ -154,14 +154,16 @@ import Testing
             "/device", form: page.hiddenFields() + [("user_code", device["user_code"].string), ("action", "deny")])
         #expect(anonymousDeny.body.contains("wrong"), "no decision without signing in")
         var last: TestBrowser.Page?
+        let bob = [("email", "bob@example.com"), ("password", "battery-staple")]
         for guess in 0..<21 {
             last = try oidc.browser.post(
-                "/device", form: page.hiddenFields() + [("user_code", "BCDF-GH\(guess % 10)K"), ("action", "approve")])
+                "/device",
+                form: page.hiddenFields() + bob + [("user_code", "BCDF-GH\(guess % 10)K"), ("action", "approve")])
         }
         #expect(last?.status == 429)
         oidc.clock.advance(by: 61)
         let later = try oidc.browser.post(
-            "/device", form: page.hiddenFields() + [("user_code", "BCDF-GHJK"), ("action", "approve")])
+            "/device", form: page.hiddenFields() + bob + [("user_code", "BCDF-GHJK"), ("action", "approve")])
         #expect(later.status == 200)
     }
 

@@ -298,7 +298,11 @@ import Testing
         oidc.clock.advance(by: 601)
         #expect(try poll(expired).error == "expired_token")
         let late = try oidc.browser.post(
-            "/device", form: page2.hiddenFields() + [("user_code", expired["user_code"].string), ("action", "approve")])
+            "/device",
+            form: page2.hiddenFields() + [
+                ("user_code", expired["user_code"].string), ("email", OIDCTestServer.email),
+                ("password", OIDCTestServer.password), ("action", "approve"),
+            ])
         #expect(late.body.contains("not valid or has expired"))
     }
 }

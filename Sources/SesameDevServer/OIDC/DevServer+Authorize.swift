@@ -292,7 +292,9 @@ extension DevServer {
     func checkPassword(email: String, password: String, request: HTTPServerRequest? = nil) -> PasswordCheck {
         // No account has an empty password: refused without counting against the account (an empty form is a
         // slip, not a guess).
-        guard !password.isEmpty else { return .wrong }
+        // Nor do attempts that cannot be right and are never hashed (no plausible email, a password over 1 KiB):
+        // counting them would let anyone churn the failure table for free.
+        guard !password.isEmpty, password.utf8.count <= 1024, Self.isPlausible(email: email) else { return .wrong }
         let time = now
         let bucket = request.flatMap { knownBrowser($0, email: email) }.map { "known \($0) \(email)" } ?? email
         if let wait = state.withLock({ $0.passwordBackOff.admit(bucket, now: time) }) { return .backOff(wait) }

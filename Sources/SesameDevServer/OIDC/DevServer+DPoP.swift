@@ -61,7 +61,8 @@ extension DevServer {
         // The replay cache lives in memory, the grants (with `--db`) on disk: a proof that may predate this process
         // (its iat before the start, with the clock skew allowed) could have been used before a restart. A nonce of
         // this process's proves a proof new, so such a proof is asked for one (RFC 9449 §8) instead of trusted.
-        let fresh = verified.issuedAt.timeIntervalSince1970 >= Double(startedAt) + DPoPProofVerifier().leeway
+        // (The previous process took iat ≤ its whole-second clock + the skew, and its clock ≤ this start.)
+        let fresh = verified.issuedAt.timeIntervalSince1970 > Double(startedAt) + DPoPProofVerifier().leeway
         if configuration.databasePath != ":memory:", !fresh, carriesNonce != true {
             return refuse(
                 "use_dpop_nonce", "this proof may predate the server's start: use the DPoP-Nonce", nonce: true)

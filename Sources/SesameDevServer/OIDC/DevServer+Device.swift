@@ -64,30 +64,19 @@ extension DevServer {
                 request, userCode: typed, message: "This form has expired. Enter the code again.", isError: true,
                 status: 403)
         }
-        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited: 5 a minute per browser (its CSRF
-        // cookie, which the CSRF check above proved), and a backstop for all browsers together against guessing
-        // with ever-new cookies (high enough that only such a campaign reaches it).
+        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited — 5 a minute per browser (its CSRF
+        // cookie, which the check above proved) and 5 a minute per account. Who answers signs in before any code is
+        // looked up, so guessing takes an account, and one guesser's limit is nobody else's.
         let time = now
         let browser = cookie(Self.csrfCookie, in: request) ?? ""
-        let throttled = state.withLock {
-            $0.deviceCodeFailures.isOver(browser, now: time) || $0.allDeviceCodeFailures.isOver("", now: time)
-        }
-        guard !throttled else {
+        func tooManyCodes() -> HTTPServerResponse {
             var page = devicePage(
                 request, userCode: typed, message: "Too many wrong codes. Wait a minute, then try again.",
                 isError: true, status: 429)
             page.headers.set("Retry-After", "60")
             return page
         }
-        guard let pending = try? store.pendingDevice(userCode: typed, now: now) else {
-            state.withLock {
-                $0.deviceCodeFailures.record(browser, now: time)
-                $0.allDeviceCodeFailures.record("", now: time)
-            }
-            return devicePage(
-                request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
-                status: 200)
-        }
+        if state.withLock({ $0.deviceCodeFailures.isOver(browser, now: time) }) { return tooManyCodes() }
         // Whoever answers (approve or deny) signs in first, on the first step (a remembered browser's session or the
         // password); the second step, the decision, takes only the ticket the first one put in its page — never a
         // session alone, so no other page can decide for the user (RFC 8628 §5.4).
@@ -124,6 +113,17 @@ extension DevServer {
                 return page
             }
             setSession = newBrowserSession(user, authTime: authTime) ?? []
+        }
+        let account = "account " + user.id
+        if state.withLock({ $0.deviceCodeFailures.isOver(account, now: time) }) { return tooManyCodes() }
+        guard let pending = try? store.pendingDevice(userCode: typed, now: now) else {
+            state.withLock {
+                $0.deviceCodeFailures.record(browser, now: time)
+                $0.deviceCodeFailures.record(account, now: time)
+            }
+            return devicePage(
+                request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
+                status: 200)
         }
         var response: HTTPServerResponse
         if !confirmed {
@@ -188,6 +188,4 @@ extension DevServer {
         return (user, authTime)
     }
 
-    /// Wrong user codes from all browsers together per minute before the device page refuses more.
-    static let deviceCodeFailuresPerMinute = 300
 }
