@@ -165,11 +165,16 @@ extension DevServer {
         return response
     }
 
+    /// The authorization request a form carries (its fields less the form's own), validated again.
+    private func formRequest(_ parameters: OAuthParameters) -> Result<AuthorizationRequest, AuthorizationRejection> {
+        AuthorizationRequest.validate(
+            OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) }), clients: clients)
+    }
+
     /// The consent page's `POST`: the same session, a CSRF token made for it and this request, then a code.
     private func consentSubmission(_ request: HTTPServerRequest, _ parameters: OAuthParameters) -> HTTPServerResponse {
-        let requestParameters = OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) })
         let authorization: AuthorizationRequest
-        switch AuthorizationRequest.validate(requestParameters, clients: clients) {
+        switch formRequest(parameters) {
         case .success(let valid): authorization = valid
         case .failure(let rejection): return reject(rejection)
         }
@@ -213,9 +218,8 @@ extension DevServer {
 
     /// The sign-in form's `POST`: CSRF, then the request again, then the credentials (or the dev panel's choice).
     private func signInSubmission(_ request: HTTPServerRequest, _ parameters: OAuthParameters) -> HTTPServerResponse {
-        let requestParameters = OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) })
         let authorization: AuthorizationRequest
-        switch AuthorizationRequest.validate(requestParameters, clients: clients) {
+        switch formRequest(parameters) {
         case .success(let valid): authorization = valid
         case .failure(let rejection): return reject(rejection)
         }

@@ -187,11 +187,7 @@ enum SignInPage {
             runs <strong>\(escape(clientID))</strong>, which asks to:</p>
             \(scopeList(scope))
             <p>Approve only if you started this on a device of yours.</p>
-            <form method="post" action="/device" aria-label="Approve or deny the device">
-            \(hiddenFields(hidden))
-            <div class="row"><button type="submit" name="action" value="approve" id="approve">Approve</button>
-            <button type="submit" class="secondary" name="action" value="deny" id="deny">Deny</button></div>
-            </form>
+            \(decision("/device", "Approve or deny the device", hidden, ("approve", "Approve"), ("deny", "Deny")))
             """
         return page(title: "Connect this device?", body: body)
     }
@@ -206,13 +202,24 @@ enum SignInPage {
             \(scopeList(scope))
             <p>The answer goes to <strong id="destination">\(escape(destination))</strong>, which any program on this
             computer may be listening on. Continue only if you just started this sign-in there.</p>
-            <form method="post" action="/authorize" aria-label="Continue or cancel">
-            \(hiddenFields(hidden))
-            <div class="row"><button type="submit" name="action" value="continue" id="continue">Continue</button>
-            <button type="submit" class="secondary" name="action" value="cancel" id="cancel">Cancel</button></div>
-            </form>
+            \(decision("/authorize", "Continue or cancel", hidden, ("continue", "Continue"), ("cancel", "Cancel")))
             """
         return page(title: "Continue?", body: body)
+    }
+
+    /// A form that decides: the hidden fields and two buttons (`action` = the value, `id` the same); neither has the
+    /// focus on arrival, so a stray Enter decides nothing.
+    static func decision(
+        _ action: String, _ label: String, _ hidden: [(String, String)], _ yes: (value: String, title: String),
+        _ no: (value: String, title: String)
+    ) -> String {
+        """
+        <form method="post" action="\(action)" aria-label="\(escape(label))">
+        \(hiddenFields(hidden))
+        <div class="row"><button type="submit" name="action" value="\(yes.value)" id="\(yes.value)">\(escape(yes.title))</button>
+        <button type="submit" class="secondary" name="action" value="\(no.value)" id="\(no.value)">\(escape(no.title))</button></div>
+        </form>
+        """
     }
 
     static func message(title: String, text: String) -> String {
