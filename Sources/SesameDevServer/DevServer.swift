@@ -33,7 +33,7 @@ public final class DevServer: Sendable {
         var rpTest: RPTestMode?
         /// ID tokens issued since the RP test mode was set (the key-rotation modes act on the first).
         var rpTestIDTokens = 0
-        /// Wrong user codes typed on the device page, per browser (its CSRF cookie) and per account: 5 a minute.
+        /// Wrong user codes typed on the device page, per account: 5 a minute.
         var deviceCodeFailures = FailureWindow(limit: 5, window: 60)
         /// Password checks per account (``PasswordBackOff``).
         var passwordBackOff = PasswordBackOff()

@@ -9,6 +9,7 @@ struct FailureWindow {
     /// Seconds.
     let window: Int64
     private var failures: [String: [Int64]] = [:]
+    private var lastSweep: Int64 = .min
     static let maximumKeys = 10_000
 
     init(limit: Int, window: Int64) {
@@ -16,18 +17,35 @@ struct FailureWindow {
         self.window = window
     }
 
-    /// Whether `key` has `limit` failures within the window ending `now`.
+    /// Where the failures of new keys go when the table is full of keys at their limit (ten thousand keys in
+    /// back-off at once): one shared bucket, so memory stays bounded.
+    static let overflow = "\u{0}overflow"
+
+    /// Whether `key` has `limit` failures within the window ending `now` (a key not in a full table: whether the
+    /// shared overflow bucket has).
     func isOver(_ key: String, now: Int64) -> Bool {
-        (failures[key]?.filter { $0 > now - window }.count ?? 0) >= limit
+        let own = failures[key] ?? (failures.count >= Self.maximumKeys ? failures[Self.overflow] : nil)
+        return (own?.filter { $0 > now - window }.count ?? 0) >= limit
     }
 
     /// Counts a failure of `key` at `now`.
     mutating func record(_ key: String, now: Int64) {
-        if failures[key] == nil, failures.count >= Self.maximumKeys { evict(now: now) }
+        var key = key
+        if failures[key] == nil, failures.count >= Self.maximumKeys {
+            // A full table is swept at most once a second (a sweep walks every key).
+            if lastSweep != now {
+                lastSweep = now
+                evict(now: now)
+            }
+            if failures.count >= Self.maximumKeys { key = Self.overflow }
+        }
         var times = failures[key, default: []].filter { $0 > now - window }
         times.append(now)
         failures[key] = Array(times.suffix(limit))
     }
+
+    /// How many keys are kept.
+    var count: Int { failures.count }
 
     /// Forgets `key` (after a success).
     mutating func clear(_ key: String) { failures[key] = nil }
@@ -37,7 +55,7 @@ struct FailureWindow {
         guard failures.count >= Self.maximumKeys else { return }
         // Keys at their limit are kept whatever happens (a flood of new keys must not lift a back-off); of the
         // others, the half with the newest failures.
-        let over = failures.filter { isOver($0.key, now: now) }
+        let over = failures.filter { $0.key == Self.overflow || isOver($0.key, now: now) }
         let others = failures.filter { !isOver($0.key, now: now) }.sorted {
             ($0.value.last ?? 0) > ($1.value.last ?? 0)
         }

@@ -205,7 +205,7 @@ public final class HTTPServer: @unchecked Sendable {
             shared.returned.append(connection)
             if connection.rearmed {
                 poller.watch(connection.fd, read: true, write: false, new: false, oneShot: true)
-                #if !canImport(CSesameEpoll)
+                #if !canImport(CSesameEpoll) || SESAME_FORCE_POLL
                     // poll(2) takes its set when it starts waiting: wake it to see the re-armed descriptor.
                     var byte: UInt8 = 1
                     _ = write(wakeWrite, &byte, 1)

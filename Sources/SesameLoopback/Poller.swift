@@ -12,7 +12,8 @@ import Foundation
     import Darwin
 #endif
 
-/// Readiness of many descriptors at once: epoll on Linux (through `CSesameEpoll`), poll(2) elsewhere.
+/// Readiness of many descriptors at once: epoll on Linux (through `CSesameEpoll`), poll(2) elsewhere — and on Linux
+/// too when built with `SESAME_FORCE_POLL` (`Scripts/check-poll-loop.sh` runs the tests that way).
 ///
 /// Level-triggered: a descriptor is reported for as long as it is ready and watched for that.
 // @unchecked Sendable: epoll_ctl may be called from any thread (a pool thread re-arms its connection).
@@ -25,7 +26,7 @@ struct Poller: @unchecked Sendable {
         let failed: Bool
     }
 
-    #if canImport(CSesameEpoll)
+    #if canImport(CSesameEpoll) && !SESAME_FORCE_POLL
         private let epoll: Int32
 
         init() throws {

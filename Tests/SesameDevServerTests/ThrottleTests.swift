@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test(
-        "#6: wrong device codes are limited per browser and per account (who guesses signs in first): nobody else is kept out"
+        "#6: wrong device codes are limited per account (who guesses signs in first): nobody else is kept out, not even in a browser whose CSRF cookie the guesser planted"
     )
     func deviceCodesPerBrowserAndAccount() throws {
         let oidc = try OIDCTestServer()
@@ -47,7 +47,9 @@ import Testing
         let page = try anonymous.post(
             "/device", form: try anonymous.get("/device").hiddenFields() + [("user_code", "BCDF-GHJK")])
         #expect(page.body.contains("email or password is wrong"))
-        // Alice, in her own browser, with the right code: the confirmation, as if nobody had guessed.
+        // Alice, in her own browser — with the guesser's CSRF cookie planted in it — with the right code: the
+        // confirmation, as if nobody had guessed.
+        oidc.browser.setCookie("sesame_csrf", try #require(guesser.cookie("sesame_csrf")))
         let user = try oidc.browser.post(
             "/device",
             form: try oidc.browser.get("/device").hiddenFields() + [
@@ -65,6 +67,18 @@ import Testing
         for _ in 0..<5 { window.record("alice", now: 1000) }
         for index in 0..<(FailureWindow.maximumKeys * 2) { window.record("flood-\(index)", now: 1001) }
         #expect(window.isOver("alice", now: 1002))
+    }
+
+    @Test("FailureWindow: a table full of keys at their limit stays bounded (new keys share one overflow bucket)")
+    func failureWindowStaysBounded() {
+        var window = FailureWindow(limit: 2, window: 300)
+        for index in 0..<FailureWindow.maximumKeys {
+            window.record("k\(index)", now: 1000)
+            window.record("k\(index)", now: 1000)
+        }
+        for index in 0..<1000 { window.record("new-\(index)", now: 1001) }
+        #expect(window.count <= FailureWindow.maximumKeys + 1)
+        #expect(window.isOver("k1", now: 1002) && window.isOver("another", now: 1002))
     }
 
     @Test("#7: GET /device?user_code= names no client and looks the same for a valid and an invalid code")

@@ -64,11 +64,11 @@ extension DevServer {
                 request, userCode: typed, message: "This form has expired. Enter the code again.", isError: true,
                 status: 403)
         }
-        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited — 5 a minute per browser (its CSRF
-        // cookie, which the check above proved) and 5 a minute per account. Who answers signs in before any code is
-        // looked up, so guessing takes an account, and one guesser's limit is nobody else's.
+        // RFC 8628 §5.1: user codes are short, so wrong guesses are limited: 5 a minute per account. Who answers
+        // signs in before any code is looked up, so one guesser's limit is nobody else's. (Not per browser: a
+        // neighbour on another loopback port can plant its own CSRF cookie in a victim's browser and use up that
+        // cookie's budget.)
         let time = now
-        let browser = cookie(Self.csrfCookie, in: request) ?? ""
         func tooManyCodes() -> HTTPServerResponse {
             var page = devicePage(
                 request, userCode: typed, message: "Too many wrong codes. Wait a minute, then try again.",
@@ -76,7 +76,6 @@ extension DevServer {
             page.headers.set("Retry-After", "60")
             return page
         }
-        if state.withLock({ $0.deviceCodeFailures.isOver(browser, now: time) }) { return tooManyCodes() }
         // Whoever answers (approve or deny) signs in first, on the first step (a remembered browser's session or the
         // password); the second step, the decision, takes only the ticket the first one put in its page — never a
         // session alone, so no other page can decide for the user (RFC 8628 §5.4).
@@ -117,10 +116,7 @@ extension DevServer {
         let account = "account " + user.id
         if state.withLock({ $0.deviceCodeFailures.isOver(account, now: time) }) { return tooManyCodes() }
         guard let pending = try? store.pendingDevice(userCode: typed, now: now) else {
-            state.withLock {
-                $0.deviceCodeFailures.record(browser, now: time)
-                $0.deviceCodeFailures.record(account, now: time)
-            }
+            state.withLock { $0.deviceCodeFailures.record(account, now: time) }
             return devicePage(
                 request, userCode: typed, message: "That code is not valid or has expired.", isError: true,
                 status: 200)
