@@ -17,15 +17,16 @@ struct FailureWindow {
         self.window = window
     }
 
-    /// Where the failures of new keys go when the table is full of keys at their limit (ten thousand keys in
-    /// back-off at once): one shared bucket, so memory stays bounded.
+    /// Where the failures of new keys go when the table is full of keys at their limit.
+    ///
+    /// (Ten thousand keys in back-off at once.) One shared bucket that only records, so memory stays bounded. Nobody is judged by it —
+    /// judging absent keys by a shared bucket would let a burst of new keys lock every innocent account out — so in
+    /// that extreme state new keys are not limited until a sweep makes room.
     static let overflow = "\u{0}overflow"
 
-    /// Whether `key` has `limit` failures within the window ending `now` (a key not in a full table: whether the
-    /// shared overflow bucket has).
+    /// Whether `key` has `limit` failures of its own within the window ending `now`.
     func isOver(_ key: String, now: Int64) -> Bool {
-        let own = failures[key] ?? (failures.count >= Self.maximumKeys ? failures[Self.overflow] : nil)
-        return (own?.filter { $0 > now - window }.count ?? 0) >= limit
+        (failures[key]?.filter { $0 > now - window }.count ?? 0) >= limit
     }
 
     /// Counts a failure of `key` at `now`.
