@@ -32,8 +32,6 @@ extension EventLoop {
         /// After the output: half-close and drain (an error response must reach a client still sending).
         var lingerAfterWrite = false
         var peerClosed = false
-        /// Input the pool thread read while waiting for the next request, not yet parsed.
-        var handlingNext = false
         /// The pool thread watched the descriptor again itself (a clean end: written, waiting for input).
         var rearmed = false
         /// `100 Continue` was sent for the request being received.
@@ -83,6 +81,16 @@ extension EventLoop {
                 input.removeFirst(inputStart)
                 inputStart = 0
             }
+        }
+
+        /// Takes the next whole request off the input, when there is one.
+        func takeRequest(limits: HTTPRequestParser.Limits) -> (request: HTTPServerRequest, keepAlive: Bool)? {
+            guard
+                case .request(let request, let keepAlive, let consumed) = HTTPRequestParser.parse(
+                    input[inputStart...], limits: limits)
+            else { return nil }
+            consume(consumed)
+            return (request, keepAlive)
         }
 
         func dropInput() {

@@ -29,17 +29,7 @@ extension EventLoop {
             closeDescriptor(connection.fd)
             return
         }
-        readMore: while true {
-            if connection.handlingNext {
-                // Input arrived while waiting above: the next request, if it is whole.
-                connection.handlingNext = false
-                guard
-                    case .request(let next, let nextKeepAlive, let consumed) = HTTPRequestParser.parse(
-                        connection.input[connection.inputStart...], limits: limits)
-                else { break }
-                connection.consume(consumed)
-                (request, keepAlive) = (next, nextKeepAlive)
-            }
+        while true {
             let start = DispatchTime.now()
             let response = server.handler(request)
             handled += 1
@@ -58,11 +48,9 @@ extension EventLoop {
                 handled < Self.turnRequests && DispatchTime.now().uptimeNanoseconds &- turnStart < Self.turnNanoseconds
             // Pipelined requests: their answers are gathered and written together when the input runs dry.
             if turnLeft, !connection.closeAfterWrite, connection.pendingOutput < 64 * 1024,
-                case .request(let next, let nextKeepAlive, let consumed) = HTTPRequestParser.parse(
-                    connection.input[connection.inputStart...], limits: limits)
+                let next = connection.takeRequest(limits: limits)
             {
-                connection.consume(consumed)
-                (request, keepAlive) = (next, nextKeepAlive)
+                (request, keepAlive) = next
                 continue
             }
             while connection.pendingOutput > 0 {
@@ -89,8 +77,10 @@ extension EventLoop {
                 if connection.pendingInput == 0, !connection.peerClosed, !server.handlers.hasWaitingJobs,
                     Self.awaitInput(connection, milliseconds: 1)
                 {
-                    connection.handlingNext = true
-                    continue readMore
+                    // Half a request or a malformed one: the loop's to wait for or to answer.
+                    guard let next = connection.takeRequest(limits: limits) else { break }
+                    (request, keepAlive) = next
+                    continue
                 }
                 // The clean end: everything written, waiting for more. The connection goes back to the loop and
                 // its descriptor is watched again from here, without waking the loop.

@@ -19,8 +19,6 @@ struct HTTPRequestParser {
         case failure(status: Int, message: String)
     }
 
-    static func parse(_ buffer: [UInt8], limits: Limits) -> Outcome { parse(buffer[...], limits: limits) }
-
     /// The first request in `buffer` (a slice of a connection's input: offsets in the outcome are from its start).
     static func parse(_ buffer: ArraySlice<UInt8>, limits: Limits) -> Outcome {
         let base = buffer.startIndex

@@ -190,8 +190,7 @@ public final class HTTPServer: @unchecked Sendable {
     func wake() {
         shared.withLock { shared in
             guard !shared.exited else { return }
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
+            signalLoop()
         }
     }
 
@@ -207,15 +206,19 @@ public final class HTTPServer: @unchecked Sendable {
                 poller.watch(connection.fd, read: true, write: false, new: false, oneShot: true)
                 #if !canImport(CSesameEpoll) || SESAME_FORCE_POLL
                     // poll(2) takes its set when it starts waiting: wake it to see the re-armed descriptor.
-                    var byte: UInt8 = 1
-                    _ = write(wakeWrite, &byte, 1)
+                    signalLoop()
                 #endif
             } else {
-                var byte: UInt8 = 1
-                _ = write(wakeWrite, &byte, 1)
+                signalLoop()
             }
             return true
         }
+    }
+
+    /// A byte on the wake pipe; only under `shared`'s lock, while the loop has not exited (it closes the pipe).
+    private func signalLoop() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
     }
 
     func report(_ method: String, _ path: String, _ status: Int, _ start: DispatchTime) {

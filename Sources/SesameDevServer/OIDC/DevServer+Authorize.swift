@@ -2,10 +2,8 @@ import Foundation
 import SesameJOSE
 import SesameLoopback
 
-/// `/authorize` (with its sign-in form), `/par` and the browser session (OIDC Core §3.1.2, RFC 9126, RFC 9207).
+/// `/authorize` (with its sign-in form and consent page) and `/par` (OIDC Core §3.1.2, RFC 9126, RFC 9207).
 extension DevServer {
-    static let sessionCookie = "sesame_session"
-    static let csrfCookie = "sesame_csrf"
     /// Fields of the sign-in form that are not part of the authorization request.
     static let formFields: Set<String> = [
         "email", "password", "csrf", "sign_in_as", "claims", "action", "consent", "consent_expiry",
@@ -16,75 +14,6 @@ extension DevServer {
     ]
     /// Authorization codes live one minute (RFC 6749 §4.1.2 recommends at most ten).
     static let codeTTL: Int64 = 60
-
-    // MARK: Cookies and CSRF
-
-    func cookie(_ name: String, in request: HTTPServerRequest) -> String? {
-        for header in request.headers.values("Cookie") {
-            for part in header.split(separator: ";") {
-                let pair = part.trimmingCharacters(in: .whitespaces)
-                if pair.hasPrefix(name + "=") { return String(pair.dropFirst(name.count + 1)) }
-            }
-        }
-        return nil
-    }
-
-    /// The paths that read the provider's cookies.
-    ///
-    /// Cookies do not care about ports, so `Path=/` would hand them to every loopback redirect listener (another
-    /// party, RFC 8252 §8.3): each cookie is set once per path.
-    static let cookiePaths = ["/authorize", "/device", "/end-session"]
-
-    /// `Set-Cookie` values for `name`, one per path in ``cookiePaths``.
-    func setCookie(_ name: String, _ value: String, maxAge: Int64?) -> [String] {
-        let secure = (issuer?.scheme == "https") ? "; Secure" : ""
-        let age = maxAge.map { "; Max-Age=\($0)" } ?? ""
-        return Self.cookiePaths.map { "\(name)=\(value); Path=\($0); HttpOnly; SameSite=Lax\(age)\(secure)" }
-    }
-
-    /// The CSRF token of a form: an HMAC over the browser's CSRF cookie and what the form carries, so it is good
-    /// only for this browser and this request.
-    func csrfToken(cookie: String, purpose: String) -> String {
-        Base64URL.encode(JOSECrypto.hmac(Array("\(purpose)\n\(cookie)".utf8), key: formSecret, algorithm: .hs256))
-    }
-
-    /// Whether `token` is the CSRF token for `purpose` of this browser's CSRF cookie (and of `session`, the browser
-    /// session's cookie, when given: a consent form is good only for the session it was shown to).
-    func checkCSRF(_ request: HTTPServerRequest, token: String?, purpose: String, session: String? = nil) -> Bool {
-        guard let cookie = cookie(Self.csrfCookie, in: request), let token else { return false }
-        let bound = session.map { cookie + "\n" + $0 } ?? cookie
-        return ConstantTime.equals(Array(csrfToken(cookie: bound, purpose: purpose).utf8), Array(token.utf8))
-    }
-
-    /// The browser's CSRF cookie, and the header that sets it when the browser has none yet.
-    func csrfCookie(for request: HTTPServerRequest) -> (value: String, setCookie: [String]) {
-        if let existing = cookie(Self.csrfCookie, in: request), existing.utf8.count == 43,
-            existing.utf8.allSatisfy(AuthorizationRequest.isBase64URL)
-        {
-            return (existing, [])
-        }
-        let fresh = DevStore.newSecret()
-        return (fresh, setCookie(Self.csrfCookie, fresh, maxAge: nil))
-    }
-
-    /// The browser's session: nil unless ``DevServer/Configuration/rememberBrowser`` is on (a session cookie is
-    /// then neither set nor read, so one planted by another loopback port means nothing).
-    func browserSession(_ request: HTTPServerRequest) -> (user: DevStore.User, authTime: Int64, token: String)? {
-        guard configuration.rememberBrowser, let token = cookie(Self.sessionCookie, in: request),
-            let session = try? store.session(token, now: now)
-        else { return nil }
-        return (session.user, session.authTime, token)
-    }
-
-    /// `Set-Cookie` values for a new browser session of `user`; none unless ``DevServer/Configuration/rememberBrowser``.
-    func newBrowserSession(_ user: DevStore.User, authTime: Int64) -> [String]? {
-        guard configuration.rememberBrowser else { return [] }
-        guard
-            let token = try? store.createSession(
-                userID: user.id, authTime: authTime, ttl: configuration.browserSessionTTL, now: authTime)
-        else { return nil }
-        return setCookie(Self.sessionCookie, token, maxAge: configuration.browserSessionTTL)
-    }
 
     // MARK: /authorize
 
@@ -279,74 +208,6 @@ extension DevServer {
         for set in setSession + setKnown { response.headers.add("Set-Cookie", set) }
         return response
     }
-
-    /// What a password check found.
-    enum PasswordCheck {
-        case user(DevStore.User)
-        case wrong
-        /// The account is in back-off (``PasswordBackOff``): try again in this many seconds; nothing was checked.
-        case backOff(Int64)
-    }
-
-    /// Checks `password` for `email` (normalized), under the account's back-off.
-    ///
-    /// A browser where this account signed in before (its `sesame_known` cookie, see ``knownBrowserCookie(for:)``)
-    /// has a back-off bucket of its own: someone guessing the account's password elsewhere does not keep its owner
-    /// out (OWASP's "device cookie").
-    func checkPassword(email: String, password: String, request: HTTPServerRequest? = nil) -> PasswordCheck {
-        // No account has an empty password: refused without counting against the account (an empty form is a
-        // slip, not a guess).
-        // Nor do attempts that cannot be right and are never hashed (no plausible email, a password over 1 KiB):
-        // counting them would let anyone churn the failure table for free.
-        guard !password.isEmpty, password.utf8.count <= 1024, Self.isPlausible(email: email) else { return .wrong }
-        let time = now
-        let bucket = request.flatMap { knownBrowser($0, email: email) }.map { "known \($0) \(email)" } ?? email
-        if let wait = state.withLock({ $0.passwordBackOff.admit(bucket, now: time) }) { return .backOff(wait) }
-        state.withLock { $0.counters.passwordChecks += 1 }
-        guard let user = verifyPassword(email: email, password: password) else {
-            state.withLock { $0.passwordBackOff.failed(bucket, now: time) }
-            return .wrong
-        }
-        state.withLock { $0.passwordBackOff.succeeded(bucket) }
-        return .user(user)
-    }
-
-    static let knownCookie = "sesame_known"
-
-    /// The `Set-Cookie` values that mark this browser as one where `email` signed in (30 days): a random tag and
-    /// its MAC with the account under this run's form secret.
-    func knownBrowserCookie(for email: String) -> [String] {
-        let tag = Base64URL.encode(JOSECrypto.randomBytes(16))
-        return setCookie(Self.knownCookie, tag + "." + knownBrowserMAC(tag: tag, email: email), maxAge: 30 * 86400)
-    }
-
-    /// The tag of a valid `sesame_known` cookie for `email` in `request`, or nil.
-    private func knownBrowser(_ request: HTTPServerRequest, email: String) -> String? {
-        guard let value = cookie(Self.knownCookie, in: request) else { return nil }
-        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].utf8.count == 22, parts[0].utf8.allSatisfy(AuthorizationRequest.isBase64URL)
-        else { return nil }
-        let tag = String(parts[0])
-        let expected = knownBrowserMAC(tag: tag, email: email)
-        return ConstantTime.equals(Array(expected.utf8), Array(parts[1].utf8)) ? tag : nil
-    }
-
-    private func knownBrowserMAC(tag: String, email: String) -> String {
-        Base64URL.encode(JOSECrypto.hmac(Array("known\n\(tag)\n\(email)".utf8), key: formSecret, algorithm: .hs256))
-    }
-
-    /// The user whose password this is, or nil; as slow for an unknown email as for a wrong password.
-    private func verifyPassword(email: String, password: String) -> DevStore.User? {
-        guard Self.isPlausible(email: email), password.utf8.count <= 1024 else { return nil }
-        let record = try? store.passwordRecord(email: email)
-        let hash = hashPassword(
-            password, salt: record?.salt ?? Self.unknownUserSalt,
-            iterations: record?.iterations ?? configuration.passwordIterations)
-        guard let record, ConstantTime.equals(hash, record.hash) else { return nil }
-        return record.user
-    }
-
-    static let unknownUserSalt = [UInt8](repeating: 0xA5, count: 16)
 
     /// Redirects with a new code, `state` and `iss`.
     private func issueCode(
