@@ -19,6 +19,8 @@ struct Counters: Sendable {
     var endSessions = 0
     /// Passwords hashed to be checked (a back-off answers without hashing).
     var passwordChecks = 0
+    /// Clients registered at `/connect/register` (RFC 7591).
+    var clientRegistrations = 0
 
     var jsonValue: JOSEValue {
         var requestCounts = JOSEObject()
@@ -33,6 +35,7 @@ struct Counters: Sendable {
             "reuseGraceRefreshes": .integer(Int64(reuseGraceRefreshes)),
             "revocations": .integer(Int64(revocations)), "endSessions": .integer(Int64(endSessions)),
             "passwordChecks": .integer(Int64(passwordChecks)),
+            "clientRegistrations": .integer(Int64(clientRegistrations)),
         ]
     }
 }

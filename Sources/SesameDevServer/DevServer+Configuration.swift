@@ -85,7 +85,50 @@ extension DevServer {
         /// Default 12 hours.
         public var browserSessionTTL: Int64 = 12 * 3600
 
+        /// Users created at start with a chosen `sub` and claims of their own (a configuration file's `users`).
+        ///
+        /// A user whose email is in the database keeps its password; its claims are always the configured ones.
+        public var seededUsers: [SeededUser] = []
+        /// Claims added to every ID token and UserInfo answer of this issuer, as templates (``ClaimTemplate``).
+        ///
+        /// The protocol's own claims (`iss`, `sub`, `aud`, `exp`, `nonce`, …) cannot be set this way.
+        public var claims: [String: JOSEValue] = [:]
+        /// Whether clients may register themselves (RFC 7591) at `POST /connect/register`.
+        ///
+        /// Off by default: anyone who reaches the server could then add a client. Registered clients are public
+        /// (`token_endpoint_auth_method: none`), use PKCE, and last until the server stops.
+        public var dynamicRegistration = false
+        /// Further issuers on the same port, each under `/NAME/` with its own keys, clients, users and database.
+        ///
+        /// Issuer `NAME` is `ISSUER/NAME` (discovery at `ISSUER/NAME/.well-known/openid-configuration`, and at
+        /// `ISSUER/.well-known/oauth-authorization-server/NAME` as RFC 8414 §3.1 says). Its configuration's
+        /// host, port, issuer, HTTP limits, log and clock are this server's; a `:memory:` database stays in memory,
+        /// any other path is its own file. Names are 1 to 64 of `a-z 0-9 - _` and cannot be one of the server's
+        /// own first path segments (`authorize`, `token`, `_dev`, …).
+        public var issuers: [String: Configuration] = [:]
+
         /// The defaults.
         public init() {}
+    }
+
+    /// A user the server creates at start, with a fixed subject and claims.
+    public struct SeededUser: Sendable {
+        /// The sign-in email (normalised and case-folded like every email here).
+        public var email: String
+        /// The password (at least 8 characters).
+        public var password: String
+        /// The user's `sub`; nil makes a random one (the same on later starts with the same database).
+        public var subject: String?
+        /// The user's claims: standard ones (`name`, `given_name`, `address`, `phone_number`, …), answered by scope
+        /// or by the `claims` request parameter, and any others, answered when asked for by name.
+        public var claims: [String: JOSEValue]
+
+        /// A user to create at start.
+        public init(email: String, password: String, subject: String? = nil, claims: [String: JOSEValue] = [:]) {
+            self.email = email
+            self.password = password
+            self.subject = subject
+            self.claims = claims
+        }
     }
 }

@@ -43,8 +43,18 @@ public final class DevServer: Sendable {
     let startedAt: Int64
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
     let formSecret = JOSECrypto.randomBytes(32)
-    /// `sesame-cli` plus the configured clients, by ID (built once: every OIDC request reads it).
-    let clients: [String: RegisteredClient]
+    /// `sesame-cli`, the configured clients and those registered since (RFC 7591), by ID.
+    let registeredClients: LockedValue<[String: RegisteredClient]>
+    /// The registered clients by ID (a copy: every OIDC request reads it).
+    var clients: [String: RegisteredClient] { registeredClients.withLock { $0 } }
+    /// The configured users' claims, by normalised email.
+    let profiles: [String: JOSEObject]
+    /// Where this issuer's paths start: empty, or `/NAME` for an issuer of ``Configuration/issuers``.
+    let pathPrefix: String
+    /// The further issuers, by name.
+    let children: [String: DevServer]
+    /// The most recent tokens issued, decoded, for the debugger page (newest last).
+    let issuedTokens = LockedValue<[IssuedToken]>([])
     /// Serialises key rotations.
     let rotationLock = NSLock()
     /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
@@ -58,14 +68,23 @@ public final class DevServer: Sendable {
     /// Opens the database and prepares keys and seeded users; ``start()`` begins serving.
     ///
     /// - Throws: ``DevServerError`` when the database cannot be opened or a seeded user is invalid.
-    public init(configuration: Configuration = Configuration()) throws {
+    public convenience init(configuration: Configuration = Configuration()) throws {
+        try self.init(configuration: configuration, pathPrefix: "")
+    }
+
+    init(configuration: Configuration, pathPrefix: String) throws {
         if let clash = configuration.clients.first(where: { $0.id == RegisteredClient.sesameCLI.id }) {
             throw DevServerError("the client ID \(clash.id) is built in; register yours under another ID")
         }
         let ids = configuration.clients.map(\.id)
         guard Set(ids).count == ids.count else { throw DevServerError("a client ID is registered twice") }
         self.configuration = configuration
-        clients = Self.registry(configuration.clients)
+        self.pathPrefix = pathPrefix
+        registeredClients = LockedValue(Self.registry(configuration.clients))
+        children = try Self.children(of: configuration)
+        var profiles: [String: JOSEObject] = [:]
+        for user in configuration.seededUsers { profiles[Self.normalize(email: user.email)] = JOSEObject(user.claims) }
+        self.profiles = profiles
         dice = FaultDice(seed: configuration.faultSeed)
         store = try DevStore(path: configuration.databasePath)
         let now = Int64(configuration.clock().timeIntervalSince1970.rounded(.down))
@@ -80,19 +99,32 @@ public final class DevServer: Sendable {
             $0.accessVerifier = JWTVerifier(keys: keys)
             $0.rpTest = configuration.rpTest
         }
-        for user in configuration.users {
+        let seeded =
+            configuration.users.map { SeededUser(email: $0.email, password: $0.password) } + configuration.seededUsers
+        for user in seeded {
             let email = Self.normalize(email: user.email)
             guard Self.isPlausible(email: email), user.password.count >= 8 else {
                 throw DevServerError("seeded user \(email): needs an email and a password of 8 characters or more")
             }
-            if try store.passwordRecord(email: email) != nil {
+            if let subject = user.subject {
+                guard !subject.isEmpty, subject.utf8.count <= 255,
+                    !subject.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+                else { throw DevServerError("seeded user \(email): sub is 1 to 255 bytes without control characters") }
+            }
+            if let existing = try store.passwordRecord(email: email) {
+                if let subject = user.subject, !ByteExact.equals(subject, existing.user.id) {
+                    throw DevServerError(
+                        "seeded user \(email) exists in the database with another sub; use a new database")
+                }
                 configuration.log?("seeded user \(email) exists in the database; its password is unchanged")
             } else {
                 let salt = JOSECrypto.randomBytes(16)
                 let hash = hashPassword(user.password, salt: salt, iterations: configuration.passwordIterations)
-                _ = try store.createUser(
-                    email: email, passwordHash: hash, salt: salt, iterations: configuration.passwordIterations, now: now
-                )
+                guard
+                    try store.createUser(
+                        email: email, passwordHash: hash, salt: salt, iterations: configuration.passwordIterations,
+                        now: now, id: user.subject) != nil
+                else { throw DevServerError("seeded user \(email): the sub \(user.subject ?? "") is taken") }
             }
         }
     }
@@ -104,6 +136,7 @@ public final class DevServer: Sendable {
     @discardableResult
     public func start() throws -> URL {
         let router = makeRouter()
+        let childRoutes = children.mapValues { ($0, $0.makeRouter()) }
         var observer: (@Sendable (HTTPServer.Completion) -> Void)?
         if let log = configuration.log {
             observer = { completion in
@@ -114,13 +147,22 @@ public final class DevServer: Sendable {
         let server = HTTPServer(
             configuration: configuration.http.with(host: configuration.host, port: configuration.port),
             observer: observer,
-            handler: { [self] request in handle(request, router: router) }
+            handler: { [self] request in
+                if !childRoutes.isEmpty, let (child, childRouter, inner) = Self.child(of: request, in: childRoutes) {
+                    return child.handle(inner, router: childRouter)
+                }
+                return handle(request, router: router)
+            }
         )
         let port = try server.start()
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         let issuer = configuration.issuer?.absoluteString ?? "http://\(host):\(port)"
         state.withLock { $0.issuer = issuer }
         try reloadVerifier()
+        for (name, child) in children {
+            child.state.withLock { $0.issuer = issuer + "/" + name }
+            try child.reloadVerifier()
+        }
         http.withLock { $0 = server }
         guard let url = URL(string: issuer) else { throw DevServerError("invalid issuer \(issuer)") }
         return url
@@ -149,7 +191,7 @@ public final class DevServer: Sendable {
 
     // MARK: Dispatch
 
-    private func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
+    func handle(_ request: HTTPServerRequest, router: HTTPRouter) -> HTTPServerResponse {
         // DNS rebinding: a page on evil.example that resolves to 127.0.0.1 still sends `Host: evil.example`.
         let hosts = request.headers.values("Host")
         guard hosts.count == 1, let host = hosts.first, isAllowed(host: host) else {
@@ -236,7 +278,7 @@ public final class DevServer: Sendable {
         return name == issuerHost || name == boundHost
     }
 
-    private func makeRouter() -> HTTPRouter {
+    func makeRouter() -> HTTPRouter {
         var router = HTTPRouter()
         router.add("POST", "/register") { [self] in register($0) }
         router.add("POST", "/login") { [self] in login($0) }
@@ -259,6 +301,8 @@ public final class DevServer: Sendable {
         router.add("POST", "/device_authorization") { [self] in deviceAuthorization($0) }
         router.add("GET", "/device") { [self] in devicePage($0) }
         router.add("POST", "/device") { [self] in deviceSubmission($0) }
+        router.add("POST", "/connect/register") { [self] in registerClient($0) }
+        router.add("GET", "/_dev/debugger") { [self] _ in debugger() }
         router.add("GET", "/_dev/rp-tests") { [self] _ in listRPTests() }
         router.add("POST", "/_dev/rp-test") { [self] in setRPTest($0) }
         router.add("POST", "/_dev/rotate-keys") { [self] _ in rotateKeysNow() }

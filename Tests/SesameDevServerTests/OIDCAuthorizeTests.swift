@@ -20,7 +20,8 @@ import Testing
         #expect(document["authorization_response_iss_parameter_supported"] == true)
         #expect(document["response_types_supported"] == ["code"])
         #expect(document["token_endpoint_auth_methods_supported"] == ["none"])
-        #expect(document["id_token_signing_alg_values_supported"] == ["ES256"])
+        // RS256 is mandatory (OIDC Core §15.1); each client gets its registered algorithm.
+        #expect(document["id_token_signing_alg_values_supported"] == ["RS256", "ES256", "EdDSA"])
         #expect(document["dpop_signing_alg_values_supported"]?.arrayValue?.contains("ES256") == true)
         #expect(
             document["grant_types_supported"]

@@ -70,6 +70,8 @@ struct AuthorizationRejection: Error, Sendable {
     let failure: OAuthFailure
     let redirectURI: String?
     let state: String?
+    /// Whether the error goes back as a form post (`response_mode=form_post`) rather than in the query.
+    var formPost = false
 
     init(_ failure: OAuthFailure, redirectURI: String? = nil, state: String? = nil) {
         self.failure = failure
@@ -91,6 +93,18 @@ struct AuthorizationRequest: Sendable, Equatable {
     var loginHint: String?
     /// The DPoP key thumbprint the code is bound to (`dpop_jkt`, RFC 9449 §10).
     var dpopJKT: String?
+    /// The `claims` parameter, canonical (``ClaimsRequest/jsonText``), or nil.
+    var claims: String? = nil
+    /// The `acr_values` asked for, in order (voluntary, OIDC Core §3.1.2.1).
+    var acrValues: [String] = []
+    /// `form_post` (OAuth 2.0 Form Post Response Mode) or nil for the query.
+    var responseMode: String? = nil
+
+    /// The parsed `claims` parameter (empty when none was sent).
+    var claimsRequest: ClaimsRequest {
+        guard let claims, case .success(let parsed) = ClaimsRequest.parse(claims) else { return ClaimsRequest() }
+        return parsed
+    }
 
     var wantsOpenID: Bool { scope.contains("openid") }
     var scopeString: String { scope.joined(separator: " ") }
@@ -107,13 +121,23 @@ struct AuthorizationRequest: Sendable, Equatable {
         if let maxAge { pairs.append(("max_age", String(maxAge))) }
         if let loginHint { pairs.append(("login_hint", loginHint)) }
         if let dpopJKT { pairs.append(("dpop_jkt", dpopJKT)) }
+        if let claims { pairs.append(("claims", claims)) }
+        if !acrValues.isEmpty { pairs.append(("acr_values", acrValues.joined(separator: " "))) }
+        if let responseMode { pairs.append(("response_mode", responseMode)) }
         return pairs
     }
+
+    /// The request as a page's hidden fields: `claims` travels as `request_claims`, since the sign-in page's
+    /// development panel has a `claims` field of its own.
+    var hiddenPairs: [(String, String)] { pairs.map { $0.0 == "claims" ? ("request_claims", $0.1) : $0 } }
 
     var encoded: String { HTTPFormEncoding.encode(pairs) }
 
     /// Scopes this provider knows; others are refused (`invalid_scope`).
-    static let supportedScopes: Set<String> = ["openid", "profile", "email", "offline_access"]
+    static let supportedScopes: Set<String> = ["openid", "profile", "email", "address", "phone", "offline_access"]
+
+    /// The response modes this provider offers.
+    static let responseModes: Set<String> = ["query", "form_post"]
 
     /// Validates the client and redirect URI first (errors that must not be redirected, OAuth 2.0 §4.1.2.1), then
     /// everything else (errors that are redirected with `state` and `iss`).
@@ -146,7 +170,10 @@ struct AuthorizationRequest: Sendable, Equatable {
         func fail(_ code: String, _ description: String)
             -> Result<AuthorizationRequest, AuthorizationRejection>
         {
-            .failure(AuthorizationRejection(OAuthFailure(code, description), redirectURI: redirectURI, state: state))
+            var rejection = AuthorizationRejection(
+                OAuthFailure(code, description), redirectURI: redirectURI, state: state)
+            rejection.formPost = parameters["response_mode"] == "form_post"
+            return .failure(rejection)
         }
         guard parameters["request"] == nil else {
             return fail("request_not_supported", "request objects are not supported; use PAR")
@@ -157,8 +184,8 @@ struct AuthorizationRequest: Sendable, Equatable {
         guard responseType == "code" else {
             return fail("unsupported_response_type", "only response_type=code is supported")
         }
-        if let mode = parameters["response_mode"], mode != "query" {
-            return fail("invalid_request", "only response_mode=query is supported")
+        if let mode = parameters["response_mode"], !responseModes.contains(mode) {
+            return fail("invalid_request", "response_mode is query or form_post")
         }
         guard let challenge = parameters["code_challenge"] else {
             return fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
@@ -192,11 +219,27 @@ struct AuthorizationRequest: Sendable, Equatable {
         if let jkt = parameters["dpop_jkt"], jkt.utf8.count != 43 || !jkt.utf8.allSatisfy(Self.isBase64URL) {
             return fail("invalid_request", "dpop_jkt must be a base64url SHA-256 JWK thumbprint")
         }
-        return .success(
-            AuthorizationRequest(
-                clientID: clientID, redirectURI: redirectURI, scope: scope, state: state, nonce: parameters["nonce"],
-                codeChallenge: challenge, prompt: prompt, maxAge: maxAge, loginHint: parameters["login_hint"],
-                dpopJKT: parameters["dpop_jkt"]))
+        var claimsRequest = ClaimsRequest()
+        if let text = parameters["claims"] {
+            switch ClaimsRequest.parse(text) {
+            case .success(let parsed): claimsRequest = parsed
+            case .failure(let failure): return fail(failure.code, failure.description)
+            }
+        }
+        let acrValues = (parameters["acr_values"] ?? "").split(separator: " ").map(String.init)
+        // acr_values is a voluntary request for the acr claim (OIDC Core §3.1.2.1): kept with the claims request.
+        if !acrValues.isEmpty, claimsRequest.idToken["acr"] == nil {
+            claimsRequest.idToken["acr"] = ClaimsRequest.Entry(values: acrValues.map(JOSEValue.string))
+        }
+        let claims = claimsRequest.isEmpty ? nil : claimsRequest.jsonText
+        var request = AuthorizationRequest(
+            clientID: clientID, redirectURI: redirectURI, scope: scope, state: state, nonce: parameters["nonce"],
+            codeChallenge: challenge, prompt: prompt, maxAge: maxAge, loginHint: parameters["login_hint"],
+            dpopJKT: parameters["dpop_jkt"])
+        request.claims = claims
+        request.acrValues = acrValues
+        request.responseMode = parameters["response_mode"].flatMap { $0 == "query" ? nil : $0 }
+        return .success(request)
     }
 
     /// Re-reads a request this server validated and stored (with a code or as a pushed request).

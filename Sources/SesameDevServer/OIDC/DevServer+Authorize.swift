@@ -50,7 +50,9 @@ extension DevServer {
         let fresh =
             session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
         // RFC 8252 §8.6: a code that any local program might receive never goes out on a session alone.
-        let loopback = !AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
+        let loopback =
+            !AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
+            || clients[authorization.clientID]?.requiresConsent == true
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
                 let why =
@@ -89,15 +91,16 @@ extension DevServer {
                 clientID: authorization.clientID, scope: authorization.scope,
                 signedInAs: session.user.email ?? session.user.id,
                 destination: AuthorizationRequest.destination(authorization.redirectURI),
-                hidden: authorization.pairs + [("csrf", token), ("consent", "1"), ("consent_expiry", expiry)]))
+                hidden: authorization.hiddenPairs + [("csrf", token), ("consent", "1"), ("consent_expiry", expiry)]))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
 
     /// The authorization request a form carries (its fields less the form's own), validated again.
     private func formRequest(_ parameters: OAuthParameters) -> Result<AuthorizationRequest, AuthorizationRejection> {
-        AuthorizationRequest.validate(
-            OAuthParameters(values: parameters.values.filter { !Self.formFields.contains($0.key) }), clients: clients)
+        var values = parameters.values.filter { !Self.formFields.contains($0.key) }
+        values["claims"] = values.removeValue(forKey: "request_claims")
+        return AuthorizationRequest.validate(OAuthParameters(values: values), clients: clients)
     }
 
     /// The consent page's `POST`: the same session, a CSRF token made for it and this request, then a code.
@@ -129,7 +132,8 @@ extension DevServer {
         -> HTTPServerResponse
     {
         let csrf = csrfCookie(for: request)
-        let hidden = authorization.pairs + [("csrf", csrfToken(cookie: csrf.value, purpose: authorization.encoded))]
+        let hidden =
+            authorization.hiddenPairs + [("csrf", csrfToken(cookie: csrf.value, purpose: authorization.encoded))]
         var devUsers: [(id: String, label: String)]?
         if configuration.devEndpoints {
             devUsers = ((try? store.users(limit: 20)) ?? []).map { ($0.id, $0.email ?? $0.id) }
@@ -213,6 +217,18 @@ extension DevServer {
     private func issueCode(
         _ authorization: AuthorizationRequest, user: DevStore.User, authTime: Int64, claims: String?, status: Int
     ) -> HTTPServerResponse {
+        // OIDC Core §5.5.1: a `sub` asked for with a value is that user or nobody; an essential `acr` this sign-in
+        // does not meet fails the authentication (§5.5.1.1).
+        let requested = authorization.claimsRequest.idToken
+        if let entry = requested["sub"], !ClaimsRequest.satisfies(.string(user.id), entry) {
+            return redirect(
+                authorization, error: OAuthFailure("access_denied", "the signed-in user is not the sub asked for"))
+        }
+        if let entry = requested["acr"], entry.essential, !ClaimsRequest.satisfies(.string(Self.passwordACR), entry) {
+            return redirect(
+                authorization,
+                error: OAuthFailure("access_denied", "this sign-in cannot meet the essential acr asked for"))
+        }
         guard
             let code = try? store.storeCode(
                 authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now)
@@ -234,6 +250,9 @@ extension DevServer {
         case .removedAuthorizationResponseIssuer: break
         default: all.append(("iss", issuer))
         }
+        if authorization.responseMode == "form_post" {
+            return SignInPage.formPost(to: authorization.redirectURI, fields: all)
+        }
         var response = HTTPServerResponse(status: status)
         response.headers.set("Location", AuthorizationRequest.redirect(authorization.redirectURI, adding: all))
         response.headers.set("Cache-Control", "no-store")
@@ -252,6 +271,7 @@ extension DevServer {
         var pairs = [("error", rejection.failure.code), ("error_description", rejection.failure.description)]
         if let state = rejection.state { pairs.append(("state", state)) }
         pairs.append(("iss", issuer))
+        if rejection.formPost { return SignInPage.formPost(to: uri, fields: pairs) }
         var response = HTTPServerResponse(status: 302)
         response.headers.set("Location", AuthorizationRequest.redirect(uri, adding: pairs))
         response.headers.set("Cache-Control", "no-store")

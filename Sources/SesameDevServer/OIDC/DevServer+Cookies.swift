@@ -23,11 +23,14 @@ extension DevServer {
     /// party, RFC 8252 §8.3): each cookie is set once per path.
     static let cookiePaths = ["/authorize", "/device", "/end-session"]
 
+    /// ``cookiePaths`` under this issuer's path (an issuer of ``Configuration/issuers`` has cookies of its own).
+    var cookiePaths: [String] { Self.cookiePaths.map { pathPrefix + $0 } }
+
     /// `Set-Cookie` values for `name`, one per path in ``cookiePaths``.
     func setCookie(_ name: String, _ value: String, maxAge: Int64?) -> [String] {
         let secure = (issuer?.scheme == "https") ? "; Secure" : ""
         let age = maxAge.map { "; Max-Age=\($0)" } ?? ""
-        return Self.cookiePaths.map { "\(name)=\(value); Path=\($0); HttpOnly; SameSite=Lax\(age)\(secure)" }
+        return cookiePaths.map { "\(name)=\(value); Path=\($0); HttpOnly; SameSite=Lax\(age)\(secure)" }
     }
 
     /// The CSRF token of a form: an HMAC over the browser's CSRF cookie and what the form carries, so it is good

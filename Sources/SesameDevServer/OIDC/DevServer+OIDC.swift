@@ -32,6 +32,9 @@ extension DevServer {
     @discardableResult
     func rotateKeys() throws -> JWK {
         let issued = now
+        for algorithm in otherIDTokenAlgorithms() {
+            _ = try store.rotateSigningKey(purpose: "id-" + algorithm.name, algorithm: algorithm, now: issued)
+        }
         let key = try store.rotateSigningKey(purpose: "access", algorithm: configuration.signingAlgorithm, now: issued)
         state.withLock {
             $0.accessKey = key
@@ -67,13 +70,9 @@ extension DevServer {
 
     func discovery() -> HTTPServerResponse {
         let (issuer, mode) = state.withLock { ($0.issuer, $0.rpTest) }
-        var algorithms: [JOSEValue] = [.string(configuration.signingAlgorithm.name)]
-        switch mode {
-        case .invalidSignatureRS256 where configuration.signingAlgorithm != .rs256: algorithms.append("RS256")
-        case .invalidSignatureES256 where configuration.signingAlgorithm != .es256: algorithms.append("ES256")
-        case .signatureNone: algorithms = ["none"]
-        default: break
-        }
+        // RS256 is mandatory (OIDC Core §15.1); each client's ID tokens use its registered algorithm.
+        var algorithms: [JOSEValue] = ["RS256", "ES256", "EdDSA"]
+        if mode == .signatureNone { algorithms = ["none"] }
         let document: JOSEObject = [
             "issuer": .string(mode == .discoveryIssuerMismatch ? issuer + "/mismatch" : issuer),
             "authorization_endpoint": .string(issuer + "/authorize"),
@@ -86,7 +85,7 @@ extension DevServer {
             "pushed_authorization_request_endpoint": .string(issuer + "/par"),
             "scopes_supported": .array(AuthorizationRequest.supportedScopes.sorted().map(JOSEValue.string)),
             "response_types_supported": ["code"],
-            "response_modes_supported": ["query"],
+            "response_modes_supported": ["query", "form_post"],
             "grant_types_supported": [
                 "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
             ],
@@ -99,15 +98,22 @@ extension DevServer {
             "require_pushed_authorization_requests": false,
             "request_parameter_supported": false,
             "request_uri_parameter_supported": false,
-            "claims_parameter_supported": false,
+            "claims_parameter_supported": true,
+            "acr_values_supported": [.string(Self.passwordACR)],
+            "claim_types_supported": ["normal"],
             "prompt_values_supported": ["none", "login", "consent", "select_account"],
             "dpop_signing_alg_values_supported": ["ES256", "EdDSA", "RS256", "PS256"],
-            "claims_supported": [
-                "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "email", "email_verified",
-                "name", "preferred_username",
-            ],
+            "claims_supported": .array(
+                (["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "acr"]
+                    + StandardClaims.byScope.keys.sorted().flatMap { StandardClaims.byScope[$0] ?? [] })
+                    .map(JOSEValue.string)),
+            "userinfo_endpoint_auth_methods_supported": ["header", "form"],
         ]
-        var response = HTTPServerResponse.json(200, JOSEValue.object(document).jsonData)
+        var discovered = document
+        if configuration.dynamicRegistration {
+            discovered["registration_endpoint"] = .string(issuer + "/connect/register")
+        }
+        var response = HTTPServerResponse.json(200, JOSEValue.object(discovered).jsonData)
         response.headers.set("Cache-Control", "no-cache")
         return response
     }
@@ -115,12 +121,17 @@ extension DevServer {
     func publishedKeys() throws -> [JWK] {
         let mode = state.withLock { $0.rpTest }
         var keys = try store.publicKeys(purpose: "access", now: now, retention: keyRetention)
+        for algorithm in otherIDTokenAlgorithms() {
+            _ = try signingKey(for: algorithm)
+            keys += try store.publicKeys(purpose: "id-" + algorithm.name, now: now, retention: keyRetention)
+        }
         switch mode {
-        case .kidAbsentSingleJWKS: keys = [try currentKey().publicKey()]
+        case .kidAbsentSingleJWKS:
+            keys = [try signingKey(for: idTokenAlgorithm(for: RegisteredClient.sesameCLI.id)).publicKey()]
         case .kidAbsentMultipleJWKS:
+            let algorithm = idTokenAlgorithm(for: RegisteredClient.sesameCLI.id)
             keys = [
-                try currentKey().publicKey(),
-                try testKey(configuration.signingAlgorithm, name: "second").publicKey(),
+                try signingKey(for: algorithm).publicKey(), try testKey(algorithm, name: "second").publicKey(),
             ]
         case .invalidSignatureRS256 where configuration.signingAlgorithm != .rs256:
             keys.append(try testKey(.rs256, name: "rs256").publicKey())
@@ -164,14 +175,17 @@ extension DevServer {
         fromRefresh: Bool
     ) throws -> String {
         let (issuer, mode) = state.withLock { ($0.issuer, $0.rpTest) }
-        var claims: JOSEObject = [:]
+        let profile = profile(of: grant.user)
+        var claims = customClaims(for: grant, profile: profile)
         if let extra = grant.claims, let object = try? JOSEValue.parse(Data(extra.utf8)).objectValue {
             for member in object { claims[member.name] = member.value }
         }
         if scope.contains("email"), let email = grant.user.email {
             claims["email"] = .string(email)
-            claims["email_verified"] = claims["email_verified"] ?? false
+            claims["email_verified"] = claims["email_verified"] ?? profile["email_verified"] ?? false
         }
+        let request = grant.requestClaims.flatMap { try? ClaimsRequest.parse($0).get() } ?? ClaimsRequest()
+        for member in requestedClaims(request.idToken, profile: profile) { claims[member.name] = member.value }
         claims["iss"] = .string(issuer)
         claims["sub"] = .string(grant.user.id)
         claims["aud"] = .string(grant.clientID)
@@ -180,9 +194,10 @@ extension DevServer {
         claims["exp"] = .integer(issuedAt + configuration.idTokenTTL)
         claims["auth_time"] = .integer(grant.authTime)
         if let nonce, !fromRefresh { claims["nonce"] = .string(nonce) }
-        claims["at_hash"] = .string(Self.atHash(accessToken, algorithm: configuration.signingAlgorithm))
-        var key = try currentKey()
-        var algorithm = configuration.signingAlgorithm
+        var algorithm = idTokenAlgorithm(for: grant.clientID)
+        claims["at_hash"] = .string(Self.atHash(accessToken, algorithm: algorithm))
+        var key = try signingKey(for: algorithm)
+        let chosen = algorithm
         var corrupt = false
         let first = state.withLock { state -> Bool in
             defer { state.rpTestIDTokens += 1 }
@@ -205,13 +220,15 @@ extension DevServer {
             corrupt = true
             if algorithm != .es256 { (key, algorithm) = (try testKey(.es256, name: "es256"), .es256) }
         case .kidAbsentSingleJWKS, .kidAbsentMultipleJWKS: key = key.with(keyID: nil, algorithm: algorithm)
-        case .signingKeyRotationJustBeforeSigning where first: key = try rotateKeys()
+        case .signingKeyRotationJustBeforeSigning where first:
+            try rotateKeys()
+            key = try signingKey(for: algorithm)
         case .signatureNone:
             let header = Base64URL.encode(JOSEValue.object(["alg": "none", "typ": "JWT"]).jsonBytes)
             return header + "." + Base64URL.encode(JOSEValue.object(claims).jsonBytes) + "."
         default: break
         }
-        if algorithm != configuration.signingAlgorithm {
+        if algorithm != chosen {
             claims["at_hash"] = claims["at_hash"].map { _ in .string(Self.atHash(accessToken, algorithm: algorithm)) }
         }
         let token = try JWT.sign(JWTClaims(claims), key: key, algorithm: algorithm)
@@ -336,6 +353,8 @@ extension DevServer {
                 if let kid = try currentKey().keyID { try store.extendKeyLife(kid: kid, until: issued + lifetime) }
                 let access = try token(audience, type: "at+jwt")
                 let id = try token(body["aud"] ?? .string(clientID), type: "JWT")
+                recordIssued(access, kind: "access token (/_dev/token)", clientID: clientID)
+                recordIssued(id, kind: "ID token (/_dev/token)", clientID: clientID)
                 let answer: JOSEValue = [
                     "access_token": .string(access), "id_token": .string(id), "token_type": "Bearer",
                     "expires_in": .integer(lifetime),

@@ -43,12 +43,27 @@ extension DevServer {
     }
 
     func userInfo(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        guard request.headers["Authorization"] != nil else {
+        // RFC 6750 §2.2: a POST may carry the token as `access_token` in a form body instead of the header — one
+        // way only (§2: more than one is invalid_request).
+        var formToken: String?
+        if request.method == "POST", let form = request.formParameters, form["access_token"] != nil {
+            guard case .success(let parameters) = OAuthParameters.of(request, fromBody: true),
+                let token = parameters["access_token"]
+            else { return Self.oauthError(OAuthFailure("invalid_request", "the access_token field is malformed")) }
+            guard request.headers["Authorization"] == nil else {
+                return Self.oauthError(
+                    OAuthFailure("invalid_request", "send the access token in the header or in the body, not both"))
+            }
+            formToken = token
+        }
+        guard request.headers["Authorization"] != nil || formToken != nil else {
             var response = Self.oauthError(OAuthFailure("invalid_request", "send the access token", status: 401))
             response.headers.set("WWW-Authenticate", "Bearer realm=\"sesame\"")
             return response
         }
-        guard let (token, scheme) = Self.presentedToken(request), let (grant, claims) = oidcAccess(token) else {
+        guard let (token, scheme) = formToken.map({ ($0, "Bearer") }) ?? Self.presentedToken(request),
+            let (grant, claims) = oidcAccess(token)
+        else {
             return Self.invalidToken("the access token is invalid, expired or revoked")
         }
         if let refusal = checkBinding(request, claims: claims, token: token, scheme: scheme, path: "/userinfo") {
@@ -62,19 +77,11 @@ extension DevServer {
             return response
         }
         let mode = state.withLock { $0.rpTest }
-        var info: JOSEObject = [
-            "sub": .string(mode == .userInfoInvalidSubject ? grant.user.id + "-invalid" : grant.user.id)
-        ]
-        if scope.contains("email"), let email = grant.user.email {
-            info["email"] = .string(email)
-            info["email_verified"] = false
-        }
-        if scope.contains("profile") {
-            let name = grant.user.email.map { String($0.prefix { $0 != "@" }) } ?? grant.user.id
-            info["name"] = .string(name)
-            info["preferred_username"] = .string(name)
-        }
-        return .json(200, JOSEValue.object(info).jsonData)
+        var info = userInfoClaims(for: grant, scope: scope)
+        info["sub"] = .string(mode == .userInfoInvalidSubject ? grant.user.id + "-invalid" : grant.user.id)
+        var response = HTTPServerResponse.json(200, JOSEValue.object(info).jsonData)
+        response.headers.set("Cache-Control", "no-store")
+        return response
     }
 
     func revoke(_ request: HTTPServerRequest) -> HTTPServerResponse {
@@ -165,7 +172,7 @@ extension DevServer {
                         "a post_logout_redirect_uri needs the client: send id_token_hint or client_id"),
                     heading: Self.logoutHeading)
             }
-            guard client.accepts(redirectURI: uri) else {
+            guard client.accepts(postLogoutRedirectURI: uri) else {
                 return SignInPage.error(
                     OAuthFailure(
                         "invalid_request",
@@ -190,7 +197,7 @@ extension DevServer {
                     body: """
                         <h1>Sign out?</h1>
                         <p>\(SignInPage.escape(who))You will be signed out of the Sesame dev server in this browser. To stay signed in, close this page.</p>
-                        <form method="post" action="/end-session">
+                        <form method="post" action="end-session">
                         \(SignInPage.hiddenFields(hidden))
                         <div class="row"><button type="submit" id="sign-out">Sign out</button></div>
                         </form>

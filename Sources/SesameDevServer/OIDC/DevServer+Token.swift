@@ -237,6 +237,8 @@ extension DevServer {
                     for: grant, scope: scope, accessToken: access, nonce: nonce, issuedAt: issuedAt,
                     fromRefresh: fromRefresh))
         }
+        recordIssued(access, kind: "access token", clientID: grant.clientID)
+        if let id = body["id_token"]?.stringValue { recordIssued(id, kind: "ID token", clientID: grant.clientID) }
         var response = HTTPServerResponse.json(200, JOSEValue.object(body).jsonData)
         response.headers.set("Pragma", "no-cache")
         if key != nil, configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: issuedAt)) }

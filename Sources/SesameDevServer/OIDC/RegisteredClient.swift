@@ -1,4 +1,5 @@
 import Foundation
+public import SesameJOSE
 
 /// A client registered with the dev server's OpenID Connect provider.
 ///
@@ -14,12 +15,32 @@ public struct RegisteredClient: Sendable, Hashable {
     public let redirectURIs: [String]
     /// Whether any loopback redirect URI on any port and path is accepted (the built-in `sesame-cli`).
     public let acceptsAnyLoopbackRedirect: Bool
+    /// The algorithm of this client's ID tokens (`id_token_signed_response_alg`); nil signs them with the
+    /// server's ``DevServer/Configuration/signingAlgorithm``.
+    ///
+    /// Clients read from a configuration file or registered dynamically get RS256 when they name none, as OIDC
+    /// Registration §2 says.
+    public var idTokenSigningAlgorithm: JWSAlgorithm?
+    /// Where RP-initiated logout may return to; nil means the redirect URIs.
+    public var postLogoutRedirectURIs: [String]?
+    /// Claims added to this client's ID tokens and UserInfo answers, as templates (``ClaimTemplate``).
+    public var claims: [String: JOSEValue] = [:]
+    /// Whether a remembered browser session still needs the user's consent before a code goes to this client
+    /// (clients registered at `/connect/register`: anyone could have registered them).
+    var requiresConsent = false
 
     /// A client with registered redirect URIs.
-    public init(id: String, redirectURIs: [String], acceptsAnyLoopbackRedirect: Bool = false) {
+    public init(
+        id: String, redirectURIs: [String], acceptsAnyLoopbackRedirect: Bool = false,
+        idTokenSigningAlgorithm: JWSAlgorithm? = nil, postLogoutRedirectURIs: [String]? = nil,
+        claims: [String: JOSEValue] = [:]
+    ) {
         self.id = id
         self.redirectURIs = redirectURIs
         self.acceptsAnyLoopbackRedirect = acceptsAnyLoopbackRedirect
+        self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
+        self.postLogoutRedirectURIs = postLogoutRedirectURIs
+        self.claims = claims
     }
 
     /// The built-in public client for native apps and the CLI: any loopback redirect, the device grant.
@@ -34,6 +55,12 @@ public struct RegisteredClient: Sendable, Hashable {
         }
         let id = String(specification[..<colon])
         let uris = specification[specification.index(after: colon)...].split(separator: ",").map(String.init)
+        try Self.check(id: id, redirectURIs: uris)
+        self.init(id: id, redirectURIs: uris)
+    }
+
+    /// Throws unless `id` is 1 to 128 visible ASCII characters and every URI is absolute without a fragment.
+    static func check(id: String, redirectURIs uris: [String]) throws {
         guard !id.isEmpty, id.utf8.count <= 128, id.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
         else { throw DevServerError("--client: the client ID must be 1 to 128 visible ASCII characters") }
         guard !uris.isEmpty else { throw DevServerError("--client \(id): at least one redirect URI is needed") }
@@ -42,7 +69,12 @@ public struct RegisteredClient: Sendable, Hashable {
                 let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
             else { throw DevServerError("--client \(id): \(uri) is not an absolute URI without a fragment") }
         }
-        self.init(id: id, redirectURIs: uris)
+    }
+
+    /// Whether `uri` is one of this client's post-logout redirect URIs (the same matching as redirect URIs).
+    func accepts(postLogoutRedirectURI uri: String) -> Bool {
+        guard let registered = postLogoutRedirectURIs else { return accepts(redirectURI: uri) }
+        return RegisteredClient(id: id, redirectURIs: registered).accepts(redirectURI: uri)
     }
 
     /// Whether `uri` is one of this client's redirect URIs (RFC 6749 §3.1.2.3 exact match, RFC 8252 §7.3 ports).

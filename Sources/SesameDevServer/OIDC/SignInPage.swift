@@ -1,4 +1,5 @@
 import Foundation
+import SesameJOSE
 import SesameLoopback
 
 /// The provider's HTML: the sign-in form, the device page and error pages.
@@ -44,7 +45,7 @@ enum SignInPage {
     }
 
     /// A whole page around `body`, with the development banner.
-    static func page(title: String, body: String) -> String {
+    static func page(title: String, body: String, wide: Bool = false) -> String {
         """
         <!doctype html>
         <html lang="en">
@@ -57,7 +58,8 @@ enum SignInPage {
         body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; background: Canvas; color: CanvasText; }
         .banner.test { background: #f6b3ae; }
         .banner { background: #ffd54a; color: #1b1b1b; padding: .5rem 1rem; font-weight: 600; text-align: center; }
-        main { max-width: 26rem; margin: 2rem auto; padding: 0 1rem; }
+        main { max-width: \(wide ? "60rem" : "26rem"); margin: 2rem auto; padding: 0 1rem; }
+        pre { white-space: pre-wrap; word-break: break-all; background: rgba(128, 128, 128, .12); padding: .5rem; }
         h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
         .sub { margin: 0 0 1.5rem; opacity: .8; }
         form { display: grid; gap: .75rem; margin: 0 0 1.5rem; }
@@ -89,6 +91,7 @@ enum SignInPage {
         let descriptions: [String: String] = [
             "openid": "Sign you in (your account identifier)", "profile": "Your name",
             "email": "Your email address", "offline_access": "Stay signed in (a refresh token)",
+            "address": "Your postal address", "phone": "Your phone number",
         ]
         let items = scope.map { "<li><code>\(escape($0))</code>: \(escape(descriptions[$0] ?? $0))</li>" }
         return "<ul class=\"scopes\">\(items.joined())</ul>"
@@ -113,7 +116,7 @@ enum SignInPage {
         // After a wrong password the email is kept, so the password field takes the focus.
         let focusPassword = error != nil && !(email ?? "").isEmpty
         body += """
-            <form method="post" action="/authorize" aria-label="Sign in with email and password">
+            <form method="post" action="authorize" aria-label="Sign in with email and password">
             \(hiddenFields(hidden))
             <label for="email">Email</label>
             <input type="email" id="email" name="email" autocomplete="username" required\(focusPassword ? "" : " autofocus") value="\(escape(email ?? ""))"\(error == nil ? "" : " aria-describedby=\"error\"")>
@@ -128,7 +131,7 @@ enum SignInPage {
                 "<button type=\"submit\" class=\"secondary\" name=\"sign_in_as\" value=\"\(escape($0.id))\">\(escape($0.label))</button>"
             }
             body += """
-                <form method="post" action="/authorize" aria-label="Development: sign in as a user">
+                <form method="post" action="authorize" aria-label="Development: sign in as a user">
                 <fieldset>
                 <legend>Development: sign in as…</legend>
                 \(hiddenFields(hidden))
@@ -165,7 +168,7 @@ enum SignInPage {
                 <input type="password" id="password" name="password" autocomplete="current-password">
                 """
         body += """
-            <form method="post" action="/device" aria-label="Approve a device">
+            <form method="post" action="device" aria-label="Approve a device">
             \(hiddenFields(hidden))
             <label for="user_code">Code</label>
             <input type="text" id="user_code" name="user_code" autocomplete="one-time-code" autocapitalize="characters" required\(codeFocus || signedInAs != nil ? " autofocus" : "") value="\(escape(userCode ?? ""))">
@@ -187,7 +190,7 @@ enum SignInPage {
             runs <strong>\(escape(clientID))</strong>, which asks to:</p>
             \(scopeList(scope))
             <p>Approve only if you started this on a device of yours.</p>
-            \(decision("/device", "Approve or deny the device", hidden, ("approve", "Approve"), ("deny", "Deny")))
+            \(decision("device", "Approve or deny the device", hidden, ("approve", "Approve"), ("deny", "Deny")))
             """
         return page(title: "Connect this device?", body: body)
     }
@@ -202,7 +205,7 @@ enum SignInPage {
             \(scopeList(scope))
             <p>The answer goes to <strong id="destination">\(escape(destination))</strong>, which any program on this
             computer may be listening on. Continue only if you just started this sign-in there.</p>
-            \(decision("/authorize", "Continue or cancel", hidden, ("continue", "Continue"), ("cancel", "Cancel")))
+            \(decision("authorize", "Continue or cancel", hidden, ("continue", "Continue"), ("cancel", "Cancel")))
             """
         return page(title: "Continue?", body: body)
     }
@@ -224,6 +227,31 @@ enum SignInPage {
 
     static func message(title: String, text: String) -> String {
         page(title: title, body: "<h1>\(escape(title))</h1>\n<p>\(escape(text))</p>")
+    }
+
+    /// The script that submits a form-post response on arrival, and its CSP hash (the only script the server sends).
+    static let formPostScript = "document.forms[0].submit();"
+    static let formPostScriptHash = Data(JOSECrypto.sha256(Array(formPostScript.utf8))).base64EncodedString()
+
+    /// An authorization response as a form the browser posts to the client (OAuth 2.0 Form Post Response Mode):
+    /// submitted by a one-line script, or by a button where scripts are off.
+    static func formPost(to uri: String, fields: [(String, String)]) -> HTTPServerResponse {
+        let html = page(
+            title: "Returning to the app",
+            body: """
+                <h1>Returning to the app…</h1>
+                <form method="post" action="\(escape(uri))">
+                \(hiddenFields(fields))
+                <noscript><div class="row"><button type="submit">Continue</button></div></noscript>
+                </form>
+                <script>\(formPostScript)</script>
+                """)
+        var response = self.response(200, html)
+        response.headers.set(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-\(formPostScriptHash)'; "
+                + "frame-ancestors 'none'; base-uri 'none'")
+        return response
     }
 
     /// An HTML response with the provider's security headers: no framing, no caching, no referrer.

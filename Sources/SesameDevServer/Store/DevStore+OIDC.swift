@@ -14,21 +14,24 @@ extension DevStore {
         let authTime: Int64
         /// Extra ID-token claims chosen in the dev panel, as JSON, or nil.
         let claims: String?
+        /// The authorization request's `claims` parameter (``ClaimsRequest/jsonText``), or nil.
+        var requestClaims: String? = nil
     }
 
     static func newSecret() -> String { Base64URL.encode(JOSECrypto.randomBytes(32)) }
 
     // MARK: Grants
 
-    func createGrant(userID: String, clientID: String, scope: [String], authTime: Int64, claims: String?, now: Int64)
-        throws -> String
-    {
+    func createGrant(
+        userID: String, clientID: String, scope: [String], authTime: Int64, claims: String?, now: Int64,
+        requestClaims: String? = nil
+    ) throws -> String {
         let id = UUID().uuidString.lowercased()
         try database.query(
-            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims, request_claims) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(id), .text(userID), .integer(now), .text(clientID), .text(scope.joined(separator: " ")),
-                .integer(authTime), claims.map(SQLiteValue.text) ?? .null,
+                .integer(authTime), claims.map(SQLiteValue.text) ?? .null, requestClaims.map(SQLiteValue.text) ?? .null,
             ])
         return id
     }
@@ -37,19 +40,20 @@ extension DevStore {
     func activeGrant(id: String) throws -> Grant? {
         guard
             let row = try database.query(
-                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
+                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims, f.request_claims FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
                 [.text(id)]
             ).first
         else { return nil }
-        return Self.grant(row)
+        return Self.grant(row, requestClaimsAt: 7)
     }
 
-    private static func grant(_ row: [SQLiteValue]) -> Grant? {
+    /// A grant from a row that starts `id, user_id, email, client_id, scope, auth_time, claims`.
+    private static func grant(_ row: [SQLiteValue], requestClaimsAt index: Int) -> Grant? {
         guard let id = row[0].text, let userID = row[1].text, let clientID = row[3].text else { return nil }
         return Grant(
             id: id, user: User(id: userID, email: row[2].text), clientID: clientID,
             scope: (row[4].text ?? "").split(separator: " ").map(String.init), authTime: row[5].integer ?? 0,
-            claims: row[6].text)
+            claims: row[6].text, requestClaims: row[index].text)
     }
 
     /// The DPoP key thumbprint grant `id` is bound to, if any.
@@ -98,11 +102,11 @@ extension DevStore {
                 let row = try database.query(
                     """
                     SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims,
-                        t.expires_at, t.used, t.used_at, f.revoked
+                        t.expires_at, t.used, t.used_at, f.revoked, f.request_claims
                     FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id JOIN users u ON u.id = f.user_id
                     WHERE t.hash = ? AND f.client_id IS NOT NULL
                     """, [.blob(hash)]
-                ).first, let grant = Self.grant(row)
+                ).first, let grant = Self.grant(row, requestClaimsAt: 11)
             else { return .unknown }
             guard grant.clientID.utf8.elementsEqual(clientID.utf8) else { return .wrongClient }
             if row[10].integer != 0 { return .revoked }
@@ -219,7 +223,7 @@ extension DevStore {
             if let problem = check(record) { return .refused(problem) }
             let grantID = try createGrant(
                 userID: userID, clientID: request.clientID, scope: request.scope, authTime: record.authTime,
-                claims: record.claims, now: now)
+                claims: record.claims, now: now, requestClaims: request.claims)
             try database.query("UPDATE oidc_codes SET family_id = ? WHERE hash = ?", [.text(grantID), .blob(hash)])
             return .granted(record, grantID: grantID)
         }

@@ -5,7 +5,7 @@ import SesameJOSE
 ///
 /// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
 final class DevStore: Sendable {
-    static let schemaVersion: Int64 = 3
+    static let schemaVersion: Int64 = 4
 
     let database: SQLiteDatabase
 
@@ -45,6 +45,14 @@ final class DevStore: Sendable {
             try database.transaction {
                 try database.execute(
                     "ALTER TABLE refresh_families ADD COLUMN dpop_jkt TEXT; PRAGMA user_version = 3;")
+            }
+        }
+        if version < 4 {
+            // Schema 4: a grant remembers the claims its authorization request asked for (OIDC Core §5.5), so
+            // refreshed ID tokens and UserInfo answer them too.
+            try database.transaction {
+                try database.execute(
+                    "ALTER TABLE refresh_families ADD COLUMN request_claims TEXT; PRAGMA user_version = 4;")
             }
         }
     }
@@ -156,10 +164,14 @@ final class DevStore: Sendable {
     }
 
     /// Inserts a user; nil when the email is taken.
-    func createUser(email: String, passwordHash: [UInt8], salt: [UInt8], iterations: Int, now: Int64) throws -> User? {
-        let id = UUID().uuidString.lowercased()
+    ///
+    /// `id` is the user's `sub`: a new UUID unless given (a configured user); nil also when that ID is taken.
+    func createUser(
+        email: String, passwordHash: [UInt8], salt: [UInt8], iterations: Int, now: Int64, id given: String? = nil
+    ) throws -> User? {
+        let id = given ?? UUID().uuidString.lowercased()
         return try database.transaction {
-            let taken = try database.query("SELECT 1 FROM users WHERE email = ?", [.text(email)])
+            let taken = try database.query("SELECT 1 FROM users WHERE email = ? OR id = ?", [.text(email), .text(id)])
             guard taken.isEmpty else { return nil }
             try database.query(
                 "INSERT INTO users (id, email, password_hash, password_salt, password_iterations, created_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -39,7 +39,16 @@ struct ServeCommand: SesameCommand {
           POST /_dev/rotate-keys             a new signing key now (the old one stays in /jwks until its tokens expire)
           GET  /_dev/rp-tests                the RP test modes, with what a conforming client must do
           POST /_dev/rp-test                 {"test": NAME|null} (as --rp-test)
+          GET  /_dev/debugger                a page with the last tokens issued, decoded, and the RP test modes
           The sign-in page also shows a "sign in as…" panel listing users, with extra ID-token claims.
+
+        CONFIGURATION FILE (--config): {"users": [{"email","password","sub"?,"claims"?}],
+          "clients": [{"client_id","redirect_uris","post_logout_redirect_uris"?,"id_token_signed_response_alg"?,
+          "claims"?}], "claims": {…}, "dynamic_registration": BOOL, "issuers": {"NAME": {same, no issuers}}}.
+          Standard user claims (given_name, address, phone_number, …) answer the profile, email, address and
+          phone scopes and the claims parameter; other claims go in every ID token and UserInfo answer. Client
+          and top-level claims are templates: ${sub}, ${email}, ${email_local} and ${client_id} are filled in.
+          Issuer NAME is served under /NAME/ on the same port, with its own keys, users and clients.
 
         FAULT SPEC:
           SPEC   := RULE (';' RULE)*
@@ -63,7 +72,8 @@ struct ServeCommand: SesameCommand {
     static let refreshTokenTTL = OptionSpec(
         "--refresh-token-ttl", value: "S", "refresh-token lifetime in seconds", default: "2592000")
     static let signingAlgorithm = OptionSpec(
-        "--signing-alg", value: "ALG", "the signing algorithm of access and ID tokens", default: "ES256",
+        "--signing-alg", value: "ALG",
+        "the signing algorithm of access tokens, and of ID tokens for clients that name none", default: "ES256",
         choices: ["RS256", "ES256", "EdDSA"])
     static let user = OptionSpec(
         "--user", value: "EMAIL:PASSWORD",
@@ -96,6 +106,11 @@ struct ServeCommand: SesameCommand {
     )
     static let rpTest = OptionSpec(
         "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)")
+    static let config = OptionSpec(
+        "--config", value: "FILE",
+        "users with claims, clients, claim templates and further issuers from a JSON file (see CONFIGURATION FILE)")
+    static let registration = OptionSpec(
+        "--registration", "accept dynamic client registration (RFC 7591) at POST /connect/register (public clients)")
     static let appleBundleID = OptionSpec(
         "--apple-bundle-id", value: "ID", "audience of Sign in with Apple tokens", default: "dev.sesame.demo")
     static let appleJWKS = OptionSpec(
@@ -105,7 +120,7 @@ struct ServeCommand: SesameCommand {
     static let options: [OptionSpec] = [
         host, port, database, issuer, accessTokenTTL, refreshTokenTTL, signingAlgorithm, user, faults, faultSeed,
         usersFile, noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery,
-        dpopNonce, rememberBrowser, rpTest,
+        dpopNonce, rememberBrowser, rpTest, config, registration,
         appleBundleID, appleJWKS,
     ]
 
@@ -238,6 +253,17 @@ struct ServeCommand: SesameCommand {
                         + RPTestMode.allCases.map(\.rawValue).joined(separator: ", "), command: arguments.command)
             }
             configuration.rpTest = mode
+        }
+        if arguments.flag(registration) { configuration.dynamicRegistration = true }
+        if let file = arguments.value(config) {
+            guard let data = FileManager.default.contents(atPath: file), data.count <= 4 << 20 else {
+                throw CLIError(status: .failure, code: "io", message: "cannot read \(file) (at most 4 MiB)")
+            }
+            do {
+                try configuration.load(json: data)
+            } catch {
+                throw CLIError.usage("--config \(file): \(error)", command: arguments.command)
+            }
         }
         if let bundle = arguments.value(appleBundleID) { configuration.appleBundleID = bundle }
         configuration.log = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }

@@ -1,0 +1,98 @@
+import Foundation
+import SesameJOSE
+import SesameLoopback
+
+/// Dynamic client registration (RFC 7591, OIDC Dynamic Client Registration 1.0) at `POST /connect/register`, behind
+/// ``DevServer/Configuration/dynamicRegistration``. Every client registered here is public and uses PKCE.
+extension DevServer {
+    /// The most clients registered this way (each costs memory until the server stops).
+    static let registrationLimit = 1000
+    /// The ID-token algorithms a client may register.
+    static let idTokenAlgorithms: [JWSAlgorithm] = [.rs256, .es256, .eddsa]
+
+    func registerClient(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard configuration.dynamicRegistration else {
+            return Self.error(404, "not_found", "dynamic registration is off (start the server with --registration)")
+        }
+        return Self.withJSONBody(request) { metadata in
+            func invalid(_ code: String, _ why: String) -> HTTPServerResponse {
+                Self.oauthError(OAuthFailure(code, why))
+            }
+            guard let uris = metadata["redirect_uris"]?.arrayValue, !uris.isEmpty, uris.count <= 20 else {
+                return invalid("invalid_redirect_uri", "redirect_uris is a list of 1 to 20 URIs")
+            }
+            var redirectURIs: [String] = []
+            for value in uris {
+                guard let uri = value.stringValue, Self.isRegistrable(uri) else {
+                    return invalid("invalid_redirect_uri", "every redirect URI is absolute, without a fragment")
+                }
+                redirectURIs.append(uri)
+            }
+            var logoutURIs: [String]?
+            if let values = metadata["post_logout_redirect_uris"] {
+                guard let list = values.arrayValue, list.count <= 20,
+                    list.allSatisfy({ $0.stringValue.map(Self.isRegistrable) == true })
+                else {
+                    return invalid("invalid_client_metadata", "post_logout_redirect_uris is a list of absolute URIs")
+                }
+                logoutURIs = list.compactMap(\.stringValue)
+            }
+            if let method = metadata["token_endpoint_auth_method"], method != "none" {
+                return invalid(
+                    "invalid_client_metadata", "clients here are public: token_endpoint_auth_method must be none")
+            }
+            let grants = metadata["grant_types"]?.arrayValue?.compactMap(\.stringValue) ?? ["authorization_code"]
+            let known: Set<String> = ["authorization_code", "refresh_token", Self.deviceGrantType]
+            guard metadata["grant_types"].map({ $0.arrayValue?.count == grants.count }) ?? true,
+                Set(grants).isSubset(of: known)
+            else {
+                return invalid("invalid_client_metadata", "grant_types: authorization_code, refresh_token, device_code")
+            }
+            if let types = metadata["response_types"], types != ["code"] {
+                return invalid("invalid_client_metadata", "response_types must be [\"code\"]")
+            }
+            var algorithm = JWSAlgorithm.rs256
+            if let name = metadata["id_token_signed_response_alg"] {
+                guard let text = name.stringValue, let chosen = JWSAlgorithm(name: text),
+                    Self.idTokenAlgorithms.contains(chosen)
+                else {
+                    return invalid("invalid_client_metadata", "id_token_signed_response_alg is RS256, ES256 or EdDSA")
+                }
+                algorithm = chosen
+            }
+            let name = metadata["client_name"]?.stringValue.map(PrintableTextForPage.short)
+            var client = RegisteredClient(
+                id: "dyn-" + DevStore.newSecret().prefix(22), redirectURIs: redirectURIs,
+                idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: logoutURIs)
+            client.requiresConsent = true
+            let added = registeredClients.withLock { clients -> Bool in
+                guard clients.count < Self.registrationLimit + 1 + configuration.clients.count else { return false }
+                clients[client.id] = client
+                return true
+            }
+            guard added else { return Self.error(503, "temporarily_unavailable", "too many registered clients") }
+            // The key of a new algorithm is made now, so it is published before the first token.
+            _ = try? signingKey(for: algorithm)
+            var answer: JOSEObject = [
+                "client_id": .string(client.id), "client_id_issued_at": .integer(now),
+                "redirect_uris": .array(redirectURIs.map(JOSEValue.string)), "token_endpoint_auth_method": "none",
+                "grant_types": .array(grants.map(JOSEValue.string)), "response_types": ["code"],
+                "id_token_signed_response_alg": .string(algorithm.name),
+            ]
+            if let logoutURIs { answer["post_logout_redirect_uris"] = .array(logoutURIs.map(JOSEValue.string)) }
+            if let name { answer["client_name"] = .string(name) }
+            state.withLock { $0.counters.clientRegistrations += 1 }
+            var response = HTTPServerResponse.json(201, JOSEValue.object(answer).jsonData)
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        }
+    }
+
+    /// An absolute URI of visible ASCII without a fragment, at most 2,048 bytes.
+    static func isRegistrable(_ uri: String) -> Bool {
+        guard uri.utf8.count <= 2048, uri.utf8.allSatisfy(RegisteredClient.isURICharacter),
+            let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
+        else { return false }
+        return true
+    }
+}
