@@ -146,6 +146,12 @@ import Testing
         arguments: [
             (#"{}"#, "invalid_redirect_uri"), (#"{"redirect_uris":["/relative"]}"#, "invalid_redirect_uri"),
             (#"{"redirect_uris":["https://a.example/cb#frag"]}"#, "invalid_redirect_uri"),
+            (#"{"redirect_uris":["javascript:alert(document.cookie)//"]}"#, "invalid_redirect_uri"),
+            (#"{"redirect_uris":["data:text/html,x"]}"#, "invalid_redirect_uri"),
+            (
+                #"{"redirect_uris":["https://a.example/cb"],"post_logout_redirect_uris":["JavaScript:alert(1)"]}"#,
+                "invalid_client_metadata"
+            ),
             (
                 #"{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"client_secret_basic"}"#,
                 "invalid_client_metadata"

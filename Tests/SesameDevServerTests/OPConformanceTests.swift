@@ -412,4 +412,24 @@ import Testing
         let unknown = try bed.oidc.authorize(bed.request(OIDCTestServer.PKCE(), ["response_mode": "fragment"]))
         #expect(unknown.redirectParameters["error"] == "invalid_request")
     }
+
+    @Test("form_post never posts to a scheme a browser runs: such redirect URIs cannot be registered or used")
+    func formPostSchemes() throws {
+        #expect(throws: DevServerError.self) { try RegisteredClient(specification: "x:javascript:alert(1)//") }
+        let bed = try ConformanceBed {
+            $0.clients.append(
+                RegisteredClient(id: "direct", redirectURIs: ["javascript:alert(1)//", "app.example:/cb"]))
+        }
+        defer { bed.stop() }
+        let script = try bed.oidc.authorize(
+            bed.request(
+                OIDCTestServer.PKCE(),
+                ["client_id": "direct", "redirect_uri": "javascript:alert(1)//", "response_mode": "form_post"]))
+        #expect(script.status == 400 && script.location == nil && !script.body.contains("action=\"javascript"))
+        let custom = try bed.oidc.authorize(
+            bed.request(
+                OIDCTestServer.PKCE(),
+                ["client_id": "direct", "redirect_uri": "app.example:/cb", "response_mode": "form_post"]))
+        #expect(custom.status == 302 && custom.redirectParameters["error"] == "invalid_request")
+    }
 }

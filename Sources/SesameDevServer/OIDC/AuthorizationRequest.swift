@@ -187,6 +187,14 @@ struct AuthorizationRequest: Sendable, Equatable {
         if let mode = parameters["response_mode"], !responseModes.contains(mode) {
             return fail("invalid_request", "response_mode is query or form_post")
         }
+        if parameters["response_mode"] == "form_post",
+            !["http", "https"].contains(URLComponents(string: redirectURI)?.scheme?.lowercased() ?? "")
+        {
+            return .failure(
+                AuthorizationRejection(
+                    OAuthFailure("invalid_request", "response_mode=form_post needs an http or https redirect URI"),
+                    redirectURI: redirectURI, state: state))
+        }
         guard let challenge = parameters["code_challenge"] else {
             return fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
         }

@@ -93,6 +93,6 @@ extension DevServer {
         guard uri.utf8.count <= 2048, uri.utf8.allSatisfy(RegisteredClient.isURICharacter),
             let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
         else { return false }
-        return true
+        return !RegisteredClient.isScriptable(uri)
     }
 }

@@ -68,7 +68,17 @@ public struct RegisteredClient: Sendable, Hashable {
             guard uri.utf8.allSatisfy(Self.isURICharacter), let parts = URLComponents(string: uri),
                 let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
             else { throw DevServerError("--client \(id): \(uri) is not an absolute URI without a fragment") }
+            guard !isScriptable(uri) else {
+                throw DevServerError("--client \(id): \(uri) has a scheme a browser would run or open locally")
+            }
         }
+    }
+
+    /// Schemes a browser runs or opens locally (`javascript:`, `data:`, …): never a redirect target, or a form
+    /// post to one would run script in the server's origin.
+    static func isScriptable(_ uri: String) -> Bool {
+        guard let scheme = URLComponents(string: uri)?.scheme?.lowercased() else { return true }
+        return ["javascript", "data", "vbscript", "file", "blob", "about", "filesystem"].contains(scheme)
     }
 
     /// Whether `uri` is one of this client's post-logout redirect URIs (the same matching as redirect URIs).
@@ -79,7 +89,9 @@ public struct RegisteredClient: Sendable, Hashable {
 
     /// Whether `uri` is one of this client's redirect URIs (RFC 6749 §3.1.2.3 exact match, RFC 8252 §7.3 ports).
     func accepts(redirectURI uri: String) -> Bool {
-        guard uri.utf8.count <= 2048, !uri.contains("#"), uri.utf8.allSatisfy(Self.isURICharacter) else { return false }
+        guard uri.utf8.count <= 2048, !uri.contains("#"), uri.utf8.allSatisfy(Self.isURICharacter),
+            !Self.isScriptable(uri)
+        else { return false }
         let loopback = Self.loopbackParts(uri)
         if acceptsAnyLoopbackRedirect, loopback != nil { return true }
         return redirectURIs.contains { registered in
