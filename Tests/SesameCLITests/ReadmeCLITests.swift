@@ -7,8 +7,8 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("README.md")
 
     /// The ```sh block that follows the `<!-- NAME` marker.
-    static func walkthrough(_ name: String = "cli-walkthrough") throws -> String {
-        let text = try String(contentsOf: readme, encoding: .utf8)
+    static func walkthrough(_ name: String = "cli-walkthrough", in file: URL = readme) throws -> String {
+        let text = try String(contentsOf: file, encoding: .utf8)
         guard let marker = text.range(of: "<!-- \(name)"),
             let open = text.range(of: "```sh\n", range: marker.upperBound..<text.endIndex),
             let close = text.range(of: "\n```", range: open.upperBound..<text.endIndex)
@@ -68,6 +68,38 @@ import Testing
         #expect(tests.contains("oidcc-client-test-invalid-aud"))
         try Self.expectWritten(
             ["oidc.log", "discovery.json", "minted.json", "access.txt", "rp-tests.json"], in: folder)
+    }
+
+    static let devServerArticle = readme.deletingLastPathComponent().appendingPathComponent(
+        "Sources/Sesame/Sesame.docc/RunningTheDevServer.md")
+
+    @Test("Running the dev server: the configuration-file walk-through runs as written and does what it says")
+    func devServerWalkthroughRuns() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let block = try Self.walkthrough("dev-server-walkthrough", in: Self.devServerArticle)
+        let (status, _, stderr) = try Self.run(block, in: folder)
+        #expect(status == 0, "\(stderr)")
+        func json(_ name: String) throws -> [String: Any] {
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        let issuer = try String(contentsOf: folder.appendingPathComponent("issuer.txt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let discovery = try json("discovery.json")
+        #expect(discovery["registration_endpoint"] as? String == issuer + "/connect/register")
+        #expect((discovery["id_token_signing_alg_values_supported"] as? [String])?.contains("RS256") == true)
+        #expect(try json("partner.json")["issuer"] as? String == issuer + "/partner")
+        let client = try json("client.json")
+        #expect(client["id_token_signed_response_alg"] as? String == "EdDSA" && client["client_id"] is String)
+        let page = try String(contentsOf: folder.appendingPathComponent("debugger.html"), encoding: .utf8)
+        #expect(page.contains("access token (/_dev/token)") && page.contains("&quot;alice&quot;"))
+        try Self.expectWritten(
+            [
+                "dev-idp.json", "issuer.txt", "serve.log", "discovery.json", "partner.json", "client.json",
+                "debugger.html",
+            ],
+            in: folder)
     }
 
     /// Each file exists, and is ignored by git in a clone.
