@@ -47,6 +47,20 @@ import Testing
 }
 
 extension ServeCommandTests {
+    @Test("--config: a mistake is a usage error naming the member, never echoing a password; a missing file is io")
+    func configFile() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("dev-idp.json")
+        try Data(#"{"users": [{"email": "a@example.com", "password": "Secret-Horse-42", "role": "x"}]}"#.utf8)
+            .write(to: file)
+        let bad = try CLIRunner.run(["serve", "--config", file.path])
+        #expect(bad.status == 2 && bad.stderr.contains("users[0].role: unknown member"), "\(bad.stderr)")
+        #expect(!bad.stderr.contains("Secret-Horse-42"))
+        let missing = try CLIRunner.run(["serve", "--config", folder.appendingPathComponent("none.json").path])
+        #expect(missing.status == 1 && missing.stderr.contains("error: io: "), "\(missing.stderr)")
+    }
+
     @Test("--users-file seeds users without passwords in the process list; a bad line echoes nothing of itself")
     func usersFile() async throws {
         let folder = try CLIRunner.temporaryDirectory()

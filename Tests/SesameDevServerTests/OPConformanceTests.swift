@@ -296,6 +296,18 @@ import Testing
         #expect(info["tenant"] == "op-eddsa" && info["groups"] == ["testers"])
         let (_, other, _, _) = try bed.codeFlow(client: "op-rs256")
         #expect(other["tenant"] == nil && other["greeting"] == "hello carol")
+        // Templates and users never set the protocol's claims or how the user authenticated.
+        let hostile = try ConformanceBed {
+            $0.claims = ["iss": "https://evil.example", "sub": "root", "aud": "other", "acr": "mfa", "nonce": "n"]
+            $0.seededUsers[0].claims["exp"] = 4_000_000_000
+            $0.seededUsers[0].claims["cnf"] = ["jkt": "x"]
+        }
+        defer { hostile.stop() }
+        let (hostileTokens, kept, _, _) = try hostile.codeFlow()
+        #expect(kept.issuer == hostile.oidc.issuerText && kept.subject == ConformanceBed.subject)
+        #expect(kept["acr"] == nil && kept["cnf"] == nil && kept.audience == ["op-rs256"])
+        let hostileInfo = try #require(try hostile.userInfo(hostileTokens).json)
+        #expect(hostileInfo["sub"] == .string(ConformanceBed.subject) && hostileInfo["iss"] == nil)
     }
 
     // MARK: prompt and max_age

@@ -8,6 +8,8 @@ extension DevServer {
     ///
     /// Returned as `acr` when a client asks for it (`acr_values`, or `acr` in the `claims` parameter).
     static let passwordACR = "urn:sesame:acr:password"
+    /// Claims no template or configured user may set: the protocol's, and what says how the user authenticated.
+    static let reservedClaims = protocolClaims.union(["acr", "amr"])
 
     // MARK: Claims
 
@@ -31,14 +33,14 @@ extension DevServer {
         var claims = JOSEObject()
         let templates = [configuration.claims, clients[grant.clientID]?.claims ?? [:]]
         for template in templates {
-            for (name, value) in template.sorted(by: { $0.key < $1.key }) where !Self.protocolClaims.contains(name) {
+            for (name, value) in template.sorted(by: { $0.key < $1.key }) where !Self.reservedClaims.contains(name) {
                 claims[name] = ClaimTemplate.fill(
                     value, subject: grant.user.id, email: grant.user.email, clientID: grant.clientID)
             }
         }
         if let email = grant.user.email, let own = profiles[email] {
             for member in own
-            where !StandardClaims.all.contains(member.name) && !Self.protocolClaims.contains(member.name) {
+            where !StandardClaims.all.contains(member.name) && !Self.reservedClaims.contains(member.name) {
                 claims[member.name] = member.value
             }
         }
