@@ -334,6 +334,16 @@ import Testing
             "prompt": "none", "id_token_hint": first["id_token"].string,
         ])
         #expect(!hintedSignIn && hinted.subject == claims.subject)
+        // A hint for another user is no silent sign-in for this browser's user; a forged hint is refused.
+        let minted = try #require(try bed.oidc.dev("/_dev/token", ["sub": "someone-else", "aud": "op-rs256"]).json)
+        let other = try bed.oidc.authorize(
+            bed.request(OIDCTestServer.PKCE(), ["prompt": "none", "id_token_hint": minted["id_token"].string]))
+        #expect(other.redirectParameters["error"] == "login_required")
+        let forged = try bed.oidc.authorize(
+            bed.request(
+                OIDCTestServer.PKCE(),
+                ["prompt": "none", "id_token_hint": DevServer.corruptingSignature(of: first["id_token"].string)]))
+        #expect(forged.redirectParameters["error"] == "invalid_request" && forged.redirectParameters["code"] == nil)
     }
 
     @Test("oidcc-prompt-login: the user signs in again and auth_time moves on")
@@ -358,6 +368,10 @@ import Testing
         let (_, renewed, _, signedIn) = try bed.codeFlow(["max_age": "1"])
         #expect(signedIn)
         #expect((renewed["auth_time"]?.doubleValue ?? 0) > (first["auth_time"]?.doubleValue ?? 0))
+        // The tool waits a little over a second: one whole second on the clock is already too old for max_age=1.
+        bed.oidc.clock.advance(by: 1)
+        let (_, boundary, _, boundarySignIn) = try bed.codeFlow(["max_age": "1"])
+        #expect(boundarySignIn && boundary["auth_time"] != renewed["auth_time"])
     }
 
     // MARK: Refresh and keys

@@ -46,9 +46,23 @@ extension DevServer {
         case .success(let valid): authorization = valid
         case .failure(let rejection): return reject(rejection)
         }
-        let session = browserSession(request)
+        var session = browserSession(request)
+        // id_token_hint (OIDC Core §3.1.2.1): an ID token of this issuer; a session of another user is no session
+        // for this request.
+        if let hint = parameters["id_token_hint"] {
+            guard let claims = verifiedHint(hint), let subject = claims.subject else {
+                return redirect(
+                    authorization,
+                    error: OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"))
+            }
+            if let current = session, !ByteExact.equals(subject, current.user.id) { session = nil }
+        }
         let fresh =
-            session.map { session in authorization.maxAge.map { now - session.authTime <= $0 } ?? true } ?? false
+            session.map { session in
+                // Whole seconds understate the time since sign-in by up to one: only a sign-in strictly younger
+                // than max_age is fresh, so max_age=1 a second and a half later always asks again (§3.1.2.1).
+                authorization.maxAge.map { now - session.authTime < $0 } ?? true
+            } ?? false
         // RFC 8252 §8.6: a code that any local program might receive never goes out on a session alone.
         let loopback =
             !AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)

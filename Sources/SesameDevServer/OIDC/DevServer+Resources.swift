@@ -130,6 +130,14 @@ extension DevServer {
     /// forged link must not sign anyone out). Only a registered `post_logout_redirect_uri` is followed.
     static let logoutHeading = "This sign-out request cannot be completed"
 
+    /// An ID token this issuer signed, expired or not (RP-Initiated Logout §2, OIDC Core §3.1.2.1 `id_token_hint`).
+    func verifiedHint(_ hint: String) -> JWTClaims? {
+        var policy = ClaimValidationPolicy(issuer: state.withLock { $0.issuer }, requiredClaims: ["sub", "aud"])
+        policy.leeway = 10 * 365 * 86400
+        guard let keys = try? JWKSet(keys: publishedKeys()) else { return nil }
+        return try? JWTVerifier(keys: keys, policy: policy).verifiedClaims(of: hint, now: currentDate)
+    }
+
     func endSession(_ request: HTTPServerRequest) -> HTTPServerResponse {
         let parsed = OAuthParameters.of(request, fromBody: request.method == "POST")
         guard case .success(let parameters) = parsed else {
@@ -137,17 +145,10 @@ extension DevServer {
             return SignInPage.error(
                 OAuthFailure("invalid_request", "unreadable parameters"), heading: Self.logoutHeading)
         }
-        let issuer = state.withLock { $0.issuer }
         var clientID = parameters["client_id"]
         var hinted = false
         if let hint = parameters["id_token_hint"] {
-            var policy = ClaimValidationPolicy(issuer: issuer, requiredClaims: ["sub", "aud"])
-            // An expired ID token is still a good hint (RP-Initiated Logout §2).
-            policy.leeway = 10 * 365 * 86400
-            guard let keys = try? JWKSet(keys: publishedKeys()),
-                let claims = try? JWTVerifier(keys: keys, policy: policy).verifiedClaims(of: hint, now: currentDate),
-                let audience = claims.audience, audience.count == 1
-            else {
+            guard let claims = verifiedHint(hint), let audience = claims.audience, audience.count == 1 else {
                 return SignInPage.error(
                     OAuthFailure("invalid_request", "the id_token_hint is not an ID token of this issuer"),
                     heading: Self.logoutHeading)
