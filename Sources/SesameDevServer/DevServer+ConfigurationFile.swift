@@ -24,10 +24,31 @@ extension DevServer.Configuration {
     ///
     /// - Throws: ``DevServerError`` naming the member that is wrong.
     public mutating func load(json data: Data) throws {
-        guard let value = try? JOSEValue.parse(data), let object = value.objectValue else {
+        let value: JOSEValue
+        do {
+            value = try JOSEValue.parse(data)
+        } catch let error as JOSEError {
+            throw DevServerError("the configuration file is not valid JSON: \(error.message)")
+        }
+        guard let object = value.objectValue else {
             throw DevServerError("the configuration file is not a JSON object")
         }
         try apply(object, path: "", nested: false)
+        var emails = Set<String>()
+        for user in seededUsers where !emails.insert(DevServer.normalize(email: user.email)).inserted {
+            throw DevServerError("users: \(user.email) appears twice")
+        }
+    }
+
+    /// Claims from a file, refusing the protocol's own (`iss`, `sub`, `aud`, `exp`, `nonce`, `acr`, …): they are
+    /// the server's to set, and silently dropping them would hide a mistake.
+    private static func claims(_ value: JOSEValue, at path: String) throws -> [String: JOSEValue] {
+        guard let members = value.objectValue else { throw DevServerError("\(path): an object") }
+        if let reserved = members.first(where: { DevServer.reservedClaims.contains($0.name) }) {
+            let hint = reserved.name == "sub" ? " (a user's sub is its \"sub\" member)" : ""
+            throw DevServerError("\(path).\(reserved.name): the server sets this claim itself\(hint)")
+        }
+        return Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
     }
 
     private mutating func apply(_ object: JOSEObject, path: String, nested: Bool) throws {
@@ -35,32 +56,27 @@ extension DevServer.Configuration {
         if let unknown = object.first(where: { !known.contains($0.name) }) {
             throw DevServerError("\(path)\(unknown.name): unknown member (known: \(known.joined(separator: ", ")))")
         }
-        if let claims = object["claims"] {
-            guard let members = claims.objectValue else { throw DevServerError("\(path)claims: not an object") }
-            self.claims = Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
-        }
+        if let claims = object["claims"] { self.claims = try Self.claims(claims, at: "\(path)claims") }
         if let flag = object["dynamic_registration"] {
             guard case .bool(let on) = flag else { throw DevServerError("\(path)dynamic_registration: true or false") }
             dynamicRegistration = on
         }
         for (index, user) in (try list(object["users"], "\(path)users")).enumerated() {
             let where_ = "\(path)users[\(index)]"
+            let members = ["email", "password", "sub", "claims"]
+            if let unknown = user.objectValue?.first(where: { !members.contains($0.name) }) {
+                throw DevServerError(
+                    "\(where_).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
+            }
             guard let user = user.objectValue, let email = user["email"]?.stringValue,
                 let password = user["password"]?.stringValue
-            else { throw DevServerError("\(where_): an object with email and password") }
-            if let unknown = user.first(where: { !["email", "password", "sub", "claims"].contains($0.name) }) {
-                throw DevServerError("\(where_).\(unknown.name): unknown member")
-            }
+            else { throw DevServerError("\(where_): an object with email and password (8 characters or more)") }
             var subject: String?
             if let sub = user["sub"] {
                 guard let text = sub.stringValue else { throw DevServerError("\(where_).sub: a string") }
                 subject = text
             }
-            var claims: [String: JOSEValue] = [:]
-            if let value = user["claims"] {
-                guard let members = value.objectValue else { throw DevServerError("\(where_).claims: an object") }
-                claims = Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
-            }
+            let claims = try user["claims"].map { try Self.claims($0, at: "\(where_).claims") } ?? [:]
             seededUsers.append(DevServer.SeededUser(email: email, password: password, subject: subject, claims: claims))
         }
         for (index, client) in (try list(object["clients"], "\(path)clients")).enumerated() {
@@ -73,6 +89,11 @@ extension DevServer.Configuration {
                     throw DevServerError("issuers.\(member.name): an object")
                 }
                 var child = self.issuers[member.name] ?? DevServer.Configuration()
+                // Settings of the whole server unless the issuer says otherwise.
+                child.dynamicRegistration = dynamicRegistration
+                child.dpopNonce = dpopNonce
+                child.refreshReuseGrace = refreshReuseGrace
+                child.keyRotationInterval = keyRotationInterval
                 child.signingAlgorithm = signingAlgorithm
                 child.accessTokenTTL = accessTokenTTL
                 child.idTokenTTL = idTokenTTL
@@ -94,15 +115,16 @@ extension DevServer.Configuration {
 
     private static func client(_ value: JOSEValue, at path: String) throws -> RegisteredClient {
         let members = [
-            "client_id", "redirect_uris", "post_logout_redirect_uris", "id_token_signed_response_alg", "claims",
+            "client_id", "redirect_uris", "post_logout_redirect_uris", "id_token_signed_response_alg", "grant_types",
+            "claims",
         ]
+        if let unknown = value.objectValue?.first(where: { !members.contains($0.name) }) {
+            throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
+        }
         guard let object = value.objectValue, let id = object["client_id"]?.stringValue,
             let uris = object["redirect_uris"]?.arrayValue?.compactMap(\.stringValue),
             uris.count == object["redirect_uris"]?.arrayValue?.count
         else { throw DevServerError("\(path): an object with client_id and redirect_uris (strings)") }
-        if let unknown = object.first(where: { !members.contains($0.name) }) {
-            throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
-        }
         try RegisteredClient.check(id: id, redirectURIs: uris)
         var logout: [String]?
         if let value = object["post_logout_redirect_uris"] {
@@ -118,13 +140,20 @@ extension DevServer.Configuration {
             else { throw DevServerError("\(path).id_token_signed_response_alg: RS256, ES256 or EdDSA") }
             algorithm = chosen
         }
-        var claims: [String: JOSEValue] = [:]
-        if let value = object["claims"] {
-            guard let members = value.objectValue else { throw DevServerError("\(path).claims: an object") }
-            claims = Dictionary(members.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
-        }
-        return RegisteredClient(
+        let claims = try object["claims"].map { try Self.claims($0, at: "\(path).claims") } ?? [:]
+        var client = RegisteredClient(
             id: id, redirectURIs: uris, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: logout,
             claims: claims)
+        if let value = object["grant_types"] {
+            guard let grants = value.arrayValue?.compactMap(\.stringValue), grants.count == value.arrayValue?.count,
+                let known = RegisteredClient.grantTypes(grants)
+            else {
+                throw DevServerError(
+                    "\(path).grant_types: a list of authorization_code, refresh_token, "
+                        + "urn:ietf:params:oauth:grant-type:device_code")
+            }
+            client.grantTypes = known
+        }
+        return client
     }
 }

@@ -236,6 +236,13 @@ public final class DevServer: Sendable {
             preflight.headers.set("Access-Control-Max-Age", "600")
             return preflight
         }
+        if !known, request.path.hasSuffix("/.well-known/openid-configuration") {
+            let names = children.keys.sorted().map { "/" + $0 }
+            return Self.error(
+                404, "not_found",
+                "no issuer at \(PrintableTextForPage.short(String(request.path.dropLast(33)))); this server's issuers: "
+                    + (["/ (the root)"] + names).joined(separator: ", "))
+        }
         var response = router.handle(request)
         if let mode = state.withLock({ $0.rpTest }), response.headers["Content-Type"]?.hasPrefix("text/html") == true {
             response.body = SignInPage.addingBanner(for: mode, to: response.body)

@@ -100,6 +100,28 @@ import Testing
         "the configuration file: a typed error naming the member for each mistake",
         arguments: [
             (#"[]"#, "not a JSON object"), (#"{"user": []}"#, "user: unknown member"),
+            (#"{"users": [],}"#, "not valid JSON"),
+            (
+                #"{"users": [{"email": "a@b.c", "password": "long-enough", "claims": {"sub": "x"}}]}"#,
+                "users[0].claims.sub: the server sets this claim itself"
+            ),
+            (#"{"claims": {"acr": "x"}}"#, "claims.acr: the server sets"),
+            (
+                #"{"clients": [{"client_id": "c", "redirect_uris": ["https://a/cb"], "claims": {"iss": "x"}}]}"#,
+                "clients[0].claims.iss"
+            ),
+            (
+                #"{"clients": [{"client_id": "c", "redirect_uri": "https://a/cb"}]}"#,
+                "clients[0].redirect_uri: unknown member"
+            ),
+            (
+                #"{"clients": [{"client_id": "c", "redirect_uris": ["https://a/cb"], "grant_types": ["implicit"]}]}"#,
+                "clients[0].grant_types"
+            ),
+            (
+                #"{"users": [{"email": "a@b.c", "password": "long-enough"}, {"email": "A@b.c", "password": "long-enough"}]}"#,
+                "appears twice"
+            ),
             (#"{"users": [{"email": "a@b.c"}]}"#, "users[0]"),
             (#"{"users": [{"email": "a@b.c", "password": "long-enough", "role": "x"}]}"#, "users[0].role"),
             (
@@ -118,6 +140,32 @@ import Testing
         } catch let error as DevServerError {
             #expect("\(error)".contains(mentions), "\(error)")
         }
+    }
+
+    @Test("issuers take the server's settings unless they say otherwise; grant_types from a file are honoured")
+    func inheritance() throws {
+        var configuration = DevServer.Configuration()
+        configuration.dynamicRegistration = true
+        try configuration.load(
+            json: Data(
+                #"{"issuers": {"a": {}, "b": {"dynamic_registration": false}}, "clients": [{"client_id": "c", "redirect_uris": ["https://a.example/cb"], "grant_types": ["authorization_code"]}]}"#
+                    .utf8))
+        #expect(configuration.issuers["a"]?.dynamicRegistration == true)
+        #expect(configuration.issuers["b"]?.dynamicRegistration == false)
+        #expect(configuration.clients.first?.grantTypes == ["authorization_code"])
+        let oidc = try OIDCTestServer {
+            $0 = configuration
+            $0.passwordIterations = 1000
+        }
+        defer { oidc.stop() }
+        let register: JOSEValue = ["redirect_uris": ["https://x.example/cb"]]
+        #expect(try oidc.dev("/a/connect/register", register).status == 201)
+        let off = try oidc.dev("/b/connect/register", register)
+        #expect(off.status == 404 && off.body.contains("off for this issuer"))
+        let device = try oidc.browser.post("/device_authorization", form: [("client_id", "c")])
+        #expect(device.status == 400 && device.error == "unauthorized_client")
+        let unknown = try oidc.browser.get("/nosuch/.well-known/openid-configuration")
+        #expect(unknown.status == 404 && unknown.body.contains("no issuer at /nosuch") && unknown.body.contains("/a"))
     }
 
     @Test("a seeded user's sub must stay its sub: a database that knows the email under another sub refuses to start")

@@ -139,6 +139,24 @@ import Testing
         let nonce = Dictionary(pairs, uniquingKeysWith: { $1 })["nonce"]
         _ = try bed.verify(tokens, client: client, nonce: nonce)
         #expect(try JWT.unverified(tokens["id_token"].string).header.algorithmName == "EdDSA")
+
+        // Registered without refresh_token or the device grant: neither is given.
+        let narrow = try #require(
+            try bed.oidc.dev("/connect/register", ["redirect_uris": ["https://app.example/cb"]]).json)
+        let narrowID = narrow["client_id"].string
+        #expect(narrow["grant_types"] == ["authorization_code"])
+        let (offline, _) = try bed.authorize(
+            bed.oidc.parameters(
+                pkce, scope: "openid offline_access", ["client_id": narrowID, "redirect_uri": "https://app.example/cb"]
+            ).map { $0 }, consent: true)
+        let narrowTokens = try #require(
+            try bed.oidc.token([
+                ("grant_type", "authorization_code"), ("code", offline["code"] ?? ""),
+                ("redirect_uri", "https://app.example/cb"), ("client_id", narrowID), ("code_verifier", pkce.verifier),
+            ]).json)
+        #expect(narrowTokens["refresh_token"] == nil && narrowTokens["access_token"] != nil)
+        let device = try bed.browser.post("/device_authorization", form: [("client_id", narrowID)])
+        #expect(device.error == "unauthorized_client")
     }
 
     @Test(

@@ -72,9 +72,14 @@ struct ConformanceBed {
 
     /// `/authorize` as the browser: the sign-in form filled in when it is shown (`signedIn` reports whether it
     /// was), and the authorization response's parameters.
-    func authorize(_ pairs: [(String, String)]) throws -> (response: [String: String], signedIn: Bool) {
+    func authorize(_ pairs: [(String, String)], consent: Bool = false) throws
+        -> (response: [String: String], signedIn: Bool)
+    {
         var page = try oidc.authorize(pairs)
         var signedIn = false
+        if consent, OIDCTestServer.isConsentPage(page) {
+            page = try browser.post("/authorize", form: page.hiddenFields() + [("action", "continue")])
+        }
         if page.status == 200, page.body.contains("id=\"password\"") {
             signedIn = true
             page = try browser.post(

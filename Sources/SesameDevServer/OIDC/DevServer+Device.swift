@@ -13,8 +13,12 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
-        guard let clientID = parameters["client_id"], clients[clientID] != nil else {
+        guard let clientID = parameters["client_id"], let client = clients[clientID] else {
             return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        }
+        guard client.allows(Self.deviceGrantType) else {
+            return Self.oauthError(
+                OAuthFailure("unauthorized_client", "the client \(clientID) is not registered for the device grant"))
         }
         let scope = (parameters["scope"] ?? "openid").split(separator: " ").map(String.init)
         if let unknown = scope.first(where: { !AuthorizationRequest.supportedScopes.contains($0) }) {

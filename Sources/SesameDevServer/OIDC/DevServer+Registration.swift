@@ -12,7 +12,12 @@ extension DevServer {
 
     func registerClient(_ request: HTTPServerRequest) -> HTTPServerResponse {
         guard configuration.dynamicRegistration else {
-            return Self.error(404, "not_found", "dynamic registration is off (start the server with --registration)")
+            return Self.error(
+                404, "not_found",
+                pathPrefix.isEmpty
+                    ? "dynamic registration is off (start the server with --registration)"
+                    : "dynamic registration is off for this issuer (\"dynamic_registration\": true in its configuration)"
+            )
         }
         return Self.withJSONBody(request) { metadata in
             func invalid(_ code: String, _ why: String) -> HTTPServerResponse {
@@ -24,7 +29,12 @@ extension DevServer {
             var redirectURIs: [String] = []
             for value in uris {
                 guard let uri = value.stringValue, Self.isRegistrable(uri) else {
-                    return invalid("invalid_redirect_uri", "every redirect URI is absolute, without a fragment")
+                    let scriptable = value.stringValue.map(RegisteredClient.isScriptable) == true
+                    return invalid(
+                        "invalid_redirect_uri",
+                        scriptable
+                            ? "a redirect URI cannot have a scheme a browser runs or opens locally (javascript:, data:, …)"
+                            : "every redirect URI is absolute, without a fragment")
                 }
                 redirectURIs.append(uri)
             }
@@ -42,9 +52,8 @@ extension DevServer {
                     "invalid_client_metadata", "clients here are public: token_endpoint_auth_method must be none")
             }
             let grants = metadata["grant_types"]?.arrayValue?.compactMap(\.stringValue) ?? ["authorization_code"]
-            let known: Set<String> = ["authorization_code", "refresh_token", Self.deviceGrantType]
             guard metadata["grant_types"].map({ $0.arrayValue?.count == grants.count }) ?? true,
-                Set(grants).isSubset(of: known)
+                RegisteredClient.grantTypes(grants) != nil
             else {
                 return invalid("invalid_client_metadata", "grant_types: authorization_code, refresh_token, device_code")
             }
@@ -65,6 +74,7 @@ extension DevServer {
                 id: "dyn-" + DevStore.newSecret().prefix(22), redirectURIs: redirectURIs,
                 idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: logoutURIs)
             client.requiresConsent = true
+            client.grantTypes = Set(grants)
             let added = registeredClients.withLock { clients -> Bool in
                 guard clients.count < Self.registrationLimit + 1 + configuration.clients.count else { return false }
                 clients[client.id] = client

@@ -22,8 +22,12 @@ extension DevServer {
         guard let clientID = parameters["client_id"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "client_id is required"))
         }
-        guard clients[clientID] != nil else {
+        guard let client = clients[clientID] else {
             return Self.oauthError(OAuthFailure("invalid_client", "the client \(clientID) is not registered"))
+        }
+        if let grantType = parameters["grant_type"], !client.allows(grantType) {
+            return Self.oauthError(
+                OAuthFailure("unauthorized_client", "the client \(clientID) is not registered for \(grantType)"))
         }
         // A DPoP proof binds what this request issues to its key (RFC 9449 §5).
         var key: String?
@@ -227,7 +231,7 @@ extension DevServer {
         ]
         if let refreshToken {
             body["refresh_token"] = .string(refreshToken)
-        } else if grant.scope.contains("offline_access") {
+        } else if grant.scope.contains("offline_access"), clients[grant.clientID]?.allows("refresh_token") ?? true {
             body["refresh_token"] = .string(
                 try store.addRefreshToken(grantID: grant.id, ttl: configuration.refreshTokenTTL, now: issuedAt))
         }

@@ -28,6 +28,21 @@ public struct RegisteredClient: Sendable, Hashable {
     /// Whether a remembered browser session still needs the user's consent before a code goes to this client
     /// (clients registered at `/connect/register`: anyone could have registered them).
     var requiresConsent = false
+    /// The grant types this client may use; nil allows every one (`authorization_code`, `refresh_token`, the
+    /// device grant). A client without `refresh_token` gets no refresh token.
+    public var grantTypes: Set<String>?
+
+    /// The grant types this server knows, or nil when `names` has another.
+    static func grantTypes(_ names: [String]) -> Set<String>? {
+        let known: Set<String> = [
+            "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+        ]
+        let set = Set(names)
+        return set.isSubset(of: known) ? set : nil
+    }
+
+    /// Whether this client may use `grantType`.
+    func allows(_ grantType: String) -> Bool { grantTypes?.contains(grantType) ?? true }
 
     /// A client with registered redirect URIs.
     public init(

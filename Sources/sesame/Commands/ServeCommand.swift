@@ -256,8 +256,12 @@ struct ServeCommand: SesameCommand {
         }
         if arguments.flag(registration) { configuration.dynamicRegistration = true }
         if let file = arguments.value(config) {
-            guard let data = FileManager.default.contents(atPath: file), data.count <= 4 << 20 else {
-                throw CLIError(status: .failure, code: "io", message: "cannot read \(file) (at most 4 MiB)")
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw CLIError(
+                    status: .failure, code: "io", message: "cannot read \(file) (no such file, or unreadable)")
+            }
+            guard data.count <= 4 << 20 else {
+                throw CLIError(status: .failure, code: "io", message: "\(file) is over 4 MiB")
             }
             do {
                 try configuration.load(json: data)
