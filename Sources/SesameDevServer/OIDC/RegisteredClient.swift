@@ -28,8 +28,10 @@ public struct RegisteredClient: Sendable, Hashable {
     /// Whether a remembered browser session still needs the user's consent before a code goes to this client
     /// (clients registered at `/connect/register`: anyone could have registered them).
     var requiresConsent = false
-    /// The grant types this client may use; nil allows every one (`authorization_code`, `refresh_token`, the
-    /// device grant). A client without `refresh_token` gets no refresh token.
+    /// The grant types this client may use; nil allows every one.
+    ///
+    /// They are `authorization_code`, `refresh_token` and the device grant; a client without `refresh_token` gets
+    /// no refresh token.
     public var grantTypes: Set<String>?
 
     /// The grant types this server knows, or nil when `names` has another.
