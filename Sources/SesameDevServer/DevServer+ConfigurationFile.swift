@@ -94,6 +94,9 @@ extension DevServer.Configuration {
                 child.dpopNonce = dpopNonce
                 child.refreshReuseGrace = refreshReuseGrace
                 child.keyRotationInterval = keyRotationInterval
+                child.faults = faults
+                child.faultSeed = faultSeed
+                child.rpTest = rpTest
                 child.signingAlgorithm = signingAlgorithm
                 child.accessTokenTTL = accessTokenTTL
                 child.idTokenTTL = idTokenTTL

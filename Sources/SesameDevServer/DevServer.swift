@@ -44,9 +44,9 @@ public final class DevServer: Sendable {
     /// Keys the HMAC of sign-in forms' CSRF tokens; new for every run.
     let formSecret = JOSECrypto.randomBytes(32)
     /// `sesame-cli`, the configured clients and those registered since (RFC 7591), by ID.
-    let registeredClients: LockedValue<[String: RegisteredClient]>
+    let registeredClients: LockedValue<ClientRegistry>
     /// The registered clients by ID (a copy: every OIDC request reads it).
-    var clients: [String: RegisteredClient] { registeredClients.withLock { $0 } }
+    var clients: ClientRegistry { registeredClients.withLock { $0 } }
     /// The configured users' claims, by normalised email.
     let profiles: [String: JOSEObject]
     /// Where this issuer's paths start: empty, or `/NAME` for an issuer of ``Configuration/issuers``.

@@ -100,6 +100,9 @@ struct AuthorizationRequest: Sendable, Equatable {
     /// `form_post` (OAuth 2.0 Form Post Response Mode) or nil for the query.
     var responseMode: String? = nil
 
+    /// The claim names the `claims` parameter asks for, sorted (shown on the sign-in and consent pages).
+    var claimNames: [String] { Set(claimsRequest.idToken.keys).union(claimsRequest.userInfo.keys).sorted() }
+
     /// The parsed `claims` parameter (empty when none was sent).
     var claimsRequest: ClaimsRequest {
         guard let claims, case .success(let parsed) = ClaimsRequest.parse(claims) else { return ClaimsRequest() }
@@ -143,7 +146,7 @@ struct AuthorizationRequest: Sendable, Equatable {
     /// everything else (errors that are redirected with `state` and `iss`).
     ///
     /// - Returns: the request, or the failure and whether it may be sent to the redirect URI.
-    static func validate(_ parameters: OAuthParameters, clients: [String: RegisteredClient])
+    static func validate(_ parameters: OAuthParameters, clients: ClientRegistry)
         -> Result<AuthorizationRequest, AuthorizationRejection>
     {
         guard let clientID = parameters["client_id"] else {
@@ -172,7 +175,10 @@ struct AuthorizationRequest: Sendable, Equatable {
         {
             var rejection = AuthorizationRejection(
                 OAuthFailure(code, description), redirectURI: redirectURI, state: state)
-            rejection.formPost = parameters["response_mode"] == "form_post"
+            // A form post only to http(s): never an auto-submitting form to a scheme another app may claim.
+            rejection.formPost =
+                parameters["response_mode"] == "form_post"
+                && ["http", "https"].contains(URLComponents(string: redirectURI)?.scheme?.lowercased() ?? "")
             return .failure(rejection)
         }
         guard parameters["request"] == nil else {
@@ -240,6 +246,10 @@ struct AuthorizationRequest: Sendable, Equatable {
             claimsRequest.idToken["acr"] = ClaimsRequest.Entry(values: acrValues.map(JOSEValue.string))
         }
         let claims = claimsRequest.isEmpty ? nil : claimsRequest.jsonText
+        // The request is stored and read back under the same per-parameter limit: refuse what could not be.
+        if let claims, claims.utf8.count > 8192 {
+            return fail("invalid_request", "claims and acr_values together are too long (8 KiB at most)")
+        }
         var request = AuthorizationRequest(
             clientID: clientID, redirectURI: redirectURI, scope: scope, state: state, nonce: parameters["nonce"],
             codeChallenge: challenge, prompt: prompt, maxAge: maxAge, loginHint: parameters["login_hint"],
@@ -255,7 +265,7 @@ struct AuthorizationRequest: Sendable, Equatable {
         guard case .success(let parameters) = OAuthParameters.parse(text), let clientID = parameters["client_id"],
             let redirectURI = parameters["redirect_uri"],
             case .success(let request) = validate(
-                parameters, clients: [clientID: RegisteredClient(id: clientID, redirectURIs: [redirectURI])])
+                parameters, clients: ClientRegistry([RegisteredClient(id: clientID, redirectURIs: [redirectURI])]))
         else { return nil }
         return request
     }

@@ -78,11 +78,29 @@ struct ClaimsRequest: Sendable, Equatable {
         return JOSEValue.object(object).jsonString
     }
 
-    /// Whether `value` is what `entry` asks for (any value when it names none).
+    /// Whether `value` is what `entry` asks for (any value when it names none), compared byte for byte.
     static func satisfies(_ value: JOSEValue, _ entry: Entry) -> Bool {
-        if let wanted = entry.value, wanted != value { return false }
-        if let allowed = entry.values, !allowed.contains(value) { return false }
+        if let wanted = entry.value, !exactlyEqual(wanted, value) { return false }
+        if let allowed = entry.values, !allowed.contains(where: { exactlyEqual($0, value) }) { return false }
         return true
+    }
+
+    /// JSON equality with strings (and member names) compared by their UTF-8 bytes: Swift's `==` on `String`
+    /// would take `jos\u{E9}` and `jose\u{301}` for the same `sub`.
+    static func exactlyEqual(_ first: JOSEValue, _ second: JOSEValue) -> Bool {
+        switch (first, second) {
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { exactlyEqual($0, $1) }
+        case (.object(let a), .object(let b)):
+            // Member names are unique (the parser refuses duplicates); their order does not matter.
+            return a.count == b.count
+                && a.allSatisfy { member in
+                    b.contains { $0.name.utf8.elementsEqual(member.name.utf8) && exactlyEqual($0.value, member.value) }
+                }
+        case (.string, _), (_, .string), (.array, _), (_, .array), (.object, _), (_, .object): return false
+        default: return first == second
+        }
     }
 }
 
@@ -120,11 +138,22 @@ public enum ClaimTemplate {
         case .string(let text):
             guard text.contains("${") else { return value }
             let local = email.map { String($0.prefix { $0 != "@" }) } ?? subject
-            return .string(
-                text.replacingOccurrences(of: "${sub}", with: subject)
-                    .replacingOccurrences(of: "${email}", with: email ?? "")
-                    .replacingOccurrences(of: "${email_local}", with: local)
-                    .replacingOccurrences(of: "${client_id}", with: clientID))
+            let values = ["sub": subject, "email": email ?? "", "email_local": local, "client_id": clientID]
+            // One pass: a value that itself contains `${…}` is not expanded again.
+            var result = ""
+            var rest = Substring(text)
+            while let open = rest.range(of: "${") {
+                result += rest[..<open.lowerBound]
+                let after = rest[open.upperBound...]
+                if let close = after.firstIndex(of: "}"), let value = values[String(after[..<close])] {
+                    result += value
+                    rest = after[after.index(after: close)...]
+                } else {
+                    result += "${"
+                    rest = after
+                }
+            }
+            return .string(result + rest)
         case .array(let items):
             return .array(items.map { fill($0, subject: subject, email: email, clientID: clientID) })
         case .object(let object):

@@ -105,7 +105,8 @@ extension DevServer {
                 clientID: authorization.clientID, scope: authorization.scope,
                 signedInAs: session.user.email ?? session.user.id,
                 destination: AuthorizationRequest.destination(authorization.redirectURI),
-                hidden: authorization.hiddenPairs + [("csrf", token), ("consent", "1"), ("consent_expiry", expiry)]))
+                hidden: authorization.hiddenPairs + [("csrf", token), ("consent", "1"), ("consent_expiry", expiry)],
+                claims: authorization.claimNames))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }
@@ -158,7 +159,8 @@ extension DevServer {
                 clientID: authorization.clientID, scope: authorization.scope, hidden: hidden, email: email,
                 error: error, devUsers: devUsers,
                 destination: AuthorizationRequest.reachesOnlyItsClient(authorization.redirectURI)
-                    ? nil : AuthorizationRequest.destination(authorization.redirectURI)))
+                    ? nil : AuthorizationRequest.destination(authorization.redirectURI),
+                claims: authorization.claimNames))
         for set in csrf.setCookie { response.headers.add("Set-Cookie", set) }
         return response
     }

@@ -7,9 +7,10 @@ extension DevServer {
     // MARK: Clients and keys
 
     /// `sesame-cli` plus the configured clients, by ID.
-    static func registry(_ configured: [RegisteredClient]) -> [String: RegisteredClient] {
-        var clients = [RegisteredClient.sesameCLI.id: RegisteredClient.sesameCLI]
-        for client in configured { clients[client.id] = client }
+    static func registry(_ configured: [RegisteredClient]) -> ClientRegistry {
+        var clients = ClientRegistry()
+        clients.add(RegisteredClient.sesameCLI)
+        for client in configured { clients.add(client) }
         return clients
     }
 
@@ -122,7 +123,8 @@ extension DevServer {
         let mode = state.withLock { $0.rpTest }
         var keys = try store.publicKeys(purpose: "access", now: now, retention: keyRetention)
         for algorithm in otherIDTokenAlgorithms() {
-            _ = try signingKey(for: algorithm)
+            // Made once if missing, never rotated here: only signing rotates (a GET must not make keys).
+            _ = try store.signingKey(purpose: "id-" + algorithm.name, algorithm: algorithm, now: now)
             keys += try store.publicKeys(purpose: "id-" + algorithm.name, now: now, retention: keyRetention)
         }
         switch mode {

@@ -77,7 +77,7 @@ extension DevServer {
             client.grantTypes = Set(grants)
             let added = registeredClients.withLock { clients -> Bool in
                 guard clients.count < Self.registrationLimit + 1 + configuration.clients.count else { return false }
-                clients[client.id] = client
+                clients.add(client)
                 return true
             }
             guard added else { return Self.error(503, "temporarily_unavailable", "too many registered clients") }

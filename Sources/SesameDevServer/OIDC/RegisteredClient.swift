@@ -95,7 +95,7 @@ public struct RegisteredClient: Sendable, Hashable {
     /// post to one would run script in the server's origin.
     static func isScriptable(_ uri: String) -> Bool {
         guard let scheme = URLComponents(string: uri)?.scheme?.lowercased() else { return true }
-        return ["javascript", "data", "vbscript", "file", "blob", "about", "filesystem"].contains(scheme)
+        return ["javascript", "data", "vbscript", "file", "blob", "about", "filesystem", "view-source"].contains(scheme)
     }
 
     /// Whether `uri` is one of this client's post-logout redirect URIs (the same matching as redirect URIs).
@@ -135,6 +135,31 @@ public struct RegisteredClient: Sendable, Hashable {
         parts.port = nil
         return parts.string
     }
+}
+
+/// The registered clients by ID, found only by the ID's exact bytes.
+///
+/// A Swift dictionary compares `String` keys by Unicode canonical equivalence, so `client_id=\u{212A}app` (a Kelvin
+/// sign) would find the client `Kapp` and tokens would go out naming the look-alike: identifiers are compared byte
+/// for byte (DESIGN §5).
+struct ClientRegistry: Sendable {
+    private var byID: [String: RegisteredClient] = [:]
+
+    init(_ clients: [RegisteredClient] = []) {
+        for client in clients { add(client) }
+    }
+
+    /// Adds or replaces the client with `client.id`.
+    mutating func add(_ client: RegisteredClient) { byID[client.id] = client }
+
+    /// The client whose ID is exactly `id`.
+    subscript(id: String) -> RegisteredClient? {
+        guard let client = byID[id], client.id.utf8.elementsEqual(id.utf8) else { return nil }
+        return client
+    }
+
+    var values: Dictionary<String, RegisteredClient>.Values { byID.values }
+    var count: Int { byID.count }
 }
 
 /// The registered client's earlier name.

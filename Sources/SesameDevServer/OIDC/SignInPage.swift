@@ -87,6 +87,13 @@ enum SignInPage {
         """
     }
 
+    /// The claims a `claims` request names (the scopes do not say everything it may read).
+    static func claimList(_ claims: [String]) -> String {
+        guard !claims.isEmpty else { return "" }
+        return "<p id=\"claims\">and these claims by name: "
+            + claims.map { "<code>\(escape($0))</code>" }.joined(separator: ", ") + "</p>"
+    }
+
     static func scopeList(_ scope: [String]) -> String {
         let descriptions: [String: String] = [
             "openid": "Sign you in (your account identifier)", "profile": "Your name",
@@ -100,12 +107,13 @@ enum SignInPage {
     /// The sign-in form for an authorization request.
     static func signIn(
         clientID: String, scope: [String], hidden: [(String, String)], email: String?, error: String?,
-        devUsers: [(id: String, label: String)]?, destination: String? = nil
+        devUsers: [(id: String, label: String)]?, destination: String? = nil, claims: [String] = []
     ) -> String {
         var body = """
             <h1>Sign in</h1>
             <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
             \(scopeList(scope))
+            \(claimList(claims))
             """
         if let destination {
             body +=
@@ -197,12 +205,14 @@ enum SignInPage {
 
     /// "Continue as USER?": a browser session about to send a code to a loopback redirect (RFC 8252 §8.6).
     static func consent(
-        clientID: String, scope: [String], signedInAs: String, destination: String, hidden: [(String, String)]
+        clientID: String, scope: [String], signedInAs: String, destination: String, hidden: [(String, String)],
+        claims: [String] = []
     ) -> String {
         let body = """
             <h1>Continue as \(escape(signedInAs))?</h1>
             <p class="sub"><strong>\(escape(clientID))</strong> asks to:</p>
             \(scopeList(scope))
+            \(claimList(claims))
             <p>The answer goes to <strong id="destination">\(escape(destination))</strong>, which any program on this
             computer may be listening on. Continue only if you just started this sign-in there.</p>
             \(decision("authorize", "Continue or cancel", hidden, ("continue", "Continue"), ("cancel", "Cancel")))

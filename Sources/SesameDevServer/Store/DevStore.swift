@@ -8,6 +8,8 @@ final class DevStore: Sendable {
     static let schemaVersion: Int64 = 4
 
     let database: SQLiteDatabase
+    /// Public keys already read, by `kid`.
+    private let parsedKeys = LockedValue<[String: JWK]>([:])
 
     init(path: String) throws {
         database = try SQLiteDatabase(path: path)
@@ -375,20 +377,36 @@ final class DevStore: Sendable {
     ///
     /// That is the active key, and every key retired less than `retention` seconds ago (all retired keys when
     /// `retention` is nil).
+    ///
+    /// At most ``publishedKeyLimit`` keys: a server that rotates every second must not publish (and parse) thousands.
+    /// Keys are parsed once and kept by `kid` (an RSA private key takes milliseconds to read).
     func publicKeys(purpose: String, now: Int64 = 0, retention: Int64? = nil) throws -> [JWK] {
         let rows: [[SQLiteValue]]
         if let retention {
             rows = try database.query(
                 """
-                SELECT jwk FROM signing_keys
+                SELECT kid, jwk FROM signing_keys
                 WHERE purpose = ? AND (active = 1 OR retired_at IS NULL OR retired_at + ? > ? OR longest_exp > ?)
-                ORDER BY active DESC, created_at DESC
-                """, [.text(purpose), .integer(retention), .integer(now), .integer(now)])
+                ORDER BY active DESC, created_at DESC LIMIT ?
+                """,
+                [.text(purpose), .integer(retention), .integer(now), .integer(now), .integer(Self.publishedKeyLimit)])
         } else {
             rows = try database.query(
-                "SELECT jwk FROM signing_keys WHERE purpose = ? ORDER BY active DESC, created_at DESC",
-                [.text(purpose)])
+                "SELECT kid, jwk FROM signing_keys WHERE purpose = ? ORDER BY active DESC, created_at DESC LIMIT ?",
+                [.text(purpose), .integer(Self.publishedKeyLimit)])
         }
-        return try rows.compactMap { $0.first?.text }.map { try JWK(json: $0).publicKey() }
+        return try rows.compactMap { row -> JWK? in
+            guard let kid = row[0].text, let json = row[1].text else { return nil }
+            if let cached = parsedKeys.withLock({ $0[kid] }) { return cached }
+            let key = try JWK(json: json).publicKey()
+            parsedKeys.withLock { cache in
+                if cache.count >= 1000 { cache.removeAll() }
+                cache[kid] = key
+            }
+            return key
+        }
     }
+
+    /// The most keys of one purpose published at once (the active one and the newest retired ones).
+    static let publishedKeyLimit: Int64 = 20
 }
