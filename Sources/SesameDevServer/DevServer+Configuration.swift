@@ -85,6 +85,9 @@ extension DevServer {
         /// Default 12 hours.
         public var browserSessionTTL: Int64 = 12 * 3600
 
+        /// What the protected test route `/protected` requires (RFC 9470 step-up): by default the second step
+        /// (`urn:sesame:acr:mfa`), at any age.
+        public var protectedRoute = ProtectedRoute()
         /// Users created at start with a chosen `sub` and claims of their own (a configuration file's `users`).
         ///
         /// A user whose email is in the database keeps its password; its claims are always the configured ones.

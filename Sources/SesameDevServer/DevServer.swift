@@ -37,6 +37,8 @@ public final class DevServer: Sendable {
         var deviceCodeFailures = FailureWindow(limit: 5, window: 60)
         /// Password checks per account (``PasswordBackOff``).
         var passwordBackOff = PasswordBackOff()
+        /// What `/protected` requires (RFC 9470).
+        var protectedRoute = ProtectedRoute()
     }
 
     /// When this process started serving (server clock): proofs made before it may have been used already.
@@ -55,6 +57,8 @@ public final class DevServer: Sendable {
     let children: [String: DevServer]
     /// The most recent tokens issued, decoded, for the debugger page (newest last).
     let issuedTokens = LockedValue<[IssuedToken]>([])
+    /// Second steps in progress, by ticket (``SecondStep``).
+    let secondSteps = LockedValue<[String: SecondStep]>([:])
     /// Serialises key rotations.
     let rotationLock = NSLock()
     /// DPoP proofs seen recently (thumbprint and `jti`), with when they may be forgotten.
@@ -98,6 +102,7 @@ public final class DevServer: Sendable {
             $0.faults = configuration.faults
             $0.accessVerifier = JWTVerifier(keys: keys)
             $0.rpTest = configuration.rpTest
+            $0.protectedRoute = configuration.protectedRoute
         }
         let seeded =
             configuration.users.map { SeededUser(email: $0.email, password: $0.password) } + configuration.seededUsers
@@ -273,7 +278,7 @@ public final class DevServer: Sendable {
     /// The endpoints a browser app calls directly (no cookies: `Access-Control-Allow-Origin: *` sends none).
     static let corsPaths: Set<String> = [
         "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server", "/jwks", "/token",
-        "/userinfo", "/revoke", "/par", "/device_authorization",
+        "/userinfo", "/revoke", "/par", "/device_authorization", "/protected",
     ]
 
     /// Whether `Host` (with an optional port) names the issuer's host or a loopback name.
@@ -309,6 +314,9 @@ public final class DevServer: Sendable {
         router.add("GET", "/device") { [self] in devicePage($0) }
         router.add("POST", "/device") { [self] in deviceSubmission($0) }
         router.add("POST", "/connect/register") { [self] in registerClient($0) }
+        router.add("GET", "/protected") { [self] in protectedResource($0) }
+        router.add("POST", "/protected") { [self] in protectedResource($0) }
+        router.add("POST", "/_dev/protected") { [self] in setProtectedRoute($0) }
         router.add("GET", "/_dev/debugger") { [self] _ in debugger() }
         router.add("GET", "/_dev/rp-tests") { [self] _ in listRPTests() }
         router.add("POST", "/_dev/rp-test") { [self] in setRPTest($0) }

@@ -49,9 +49,14 @@ import Testing
         let folder: URL
         let environment: [String: String]
 
-        init(serving extra: [String] = []) throws {
-            server = try ServeProcess(["--user", "alice@example.com:correct-horse"] + extra)
+        /// The server's stderr, when started with `logging`.
+        var log: URL { folder.appendingPathComponent("serve.log") }
+
+        init(serving extra: [String] = [], logging: Bool = false) throws {
             folder = try CLIRunner.temporaryDirectory()
+            server = try ServeProcess(
+                ["--user", "alice@example.com:correct-horse"] + extra,
+                log: logging ? folder.appendingPathComponent("serve.log") : nil)
             environment = ["SESAME_HOME": folder.path, "SESAME_STORE": "file"]
         }
 

@@ -2,6 +2,7 @@ import Foundation
 import SesameDevServer
 import SesameJOSE
 import SesameTestSupport
+import SesameTesting
 import Testing
 
 /// Each RP test mode must produce exactly its defect and nothing else: a strict client's checks, run over a whole
@@ -21,6 +22,9 @@ import Testing
         .invalidAuthorizationResponseIssuer: ["response-iss-wrong"],
         .removedAuthorizationResponseIssuer: ["response-iss-missing"], .invalidState: ["state-wrong"],
         .happyPathNoDPoPNonce: [],
+        // Sesame's step-up modes: a weaker acr shows only after a step-up (StepUpProviderTests), an old auth_time
+        // in every ID token.
+        .stepUpWeakerACR: [], .stepUpOldAuthTime: ["auth-time-old"],
     ]
 
     @Test("every mode produces exactly its defect", arguments: [nil] + RPTestMode.allCases)
@@ -36,7 +40,7 @@ import Testing
         defer { oidc.stop() }
         let list = try #require(try oidc.browser.get("/_dev/rp-tests").json)
         let names = list["tests"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
-        #expect(names == RPTestMode.allCases.map(\.rawValue) && names.count == 22)
+        #expect(names == RPTestMode.allCases.map(\.rawValue) && names.count == 24)
         #expect(
             list["tests"]?.arrayValue?.allSatisfy {
                 ["accept", "reject", "reject or try every key"].contains($0["expected"].string)
@@ -106,6 +110,9 @@ import Testing
         if claims.audience != ["sesame-cli"] || claims.authorizedParty != "sesame-cli" { defects.insert("aud") }
         if claims.subject == nil { defects.insert("sub-missing") }
         if claims.issuedAt == nil { defects.insert("iat-missing") }
+        if let authTime = claims["auth_time"]?.doubleValue, oidc.clock.now.timeIntervalSince1970 - authTime > 86400 {
+            defects.insert("auth-time-old")
+        }
         if claims.nonce != sent["nonce"] { defects.insert("nonce") }
         switch claims["at_hash"]?.stringValue {
         case nil: defects.insert("at-hash-missing")

@@ -119,6 +119,9 @@ extension OIDCTestServer {
         .removedAuthorizationResponseIssuer: (.invalidAuthorizationResponse, []),
         .invalidState: (.invalidAuthorizationResponse, []),
         .happyPathNoDPoPNonce: nil,
+        // Met by a step-up (acr_values and max_age asked for): the weaker answers are refused (STEP-03).
+        .stepUpWeakerACR: (.idTokenRejected, ["acr_not_met"]),
+        .stepUpOldAuthTime: (.idTokenRejected, ["auth_time_too_old"]),
     ]
 
     @Test("RP-02..RP-37: every RP test mode gets the conforming outcome", arguments: RPTestMode.allCases)
@@ -130,7 +133,10 @@ extension OIDCTestServer {
             let provider = try await oidc.provider()
             // An app that already holds the provider's keys (so rotation modes meet a stale cache).
             _ = try await provider.keys?.keys()
-            let tokens = try await oidc.signIn(provider)
+            let stepUp = [RPTestMode.stepUpWeakerACR, .stepUpOldAuthTime].contains(mode)
+            let tokens = try await oidc.signIn(
+                provider,
+                stepUp ? AuthorizationOptions(maxAge: 300, acrValues: [DevServer.mfaACR]) : AuthorizationOptions())
             _ = try await provider.userInfo(for: tokens)
             let refreshed = try await provider.refresh(tokens)
             _ = try await provider.userInfo(for: refreshed)

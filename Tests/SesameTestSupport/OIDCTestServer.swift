@@ -21,6 +21,8 @@ package struct OIDCTestServer: Sendable {
     /// The issuer, as a URL and as the string tokens carry.
     package let issuer: URL
     package let issuerText: String
+    /// The one-time codes of the second step (RFC 9470 step-up) the server wrote to its log, oldest first.
+    package let oneTimeCodes = LockedBox<[String]>([])
 
     package static let email = "alice@example.com"
     package static let password = "correct-horse"
@@ -33,6 +35,12 @@ package struct OIDCTestServer: Sendable {
         configuration.passwordIterations = 1000  // fast tests; the default is 600,000
         configuration.users = [(Self.email, Self.password), ("bob@example.com", "battery-staple")]
         configuration.clock = { clock.now }
+        let codes = oneTimeCodes
+        configuration.log = { line in
+            // "second step for alice@example.com: one-time code 123456 (…)"
+            guard let range = line.range(of: "one-time code ") else { return }
+            codes.mutate { $0.append(String(line[range.upperBound...].prefix(6))) }
+        }
         try configure(&configuration)
         server = try DevServer(configuration: configuration)
         issuer = try server.start()
@@ -162,8 +170,20 @@ package struct OIDCTestServer: Sendable {
         if Self.isConsentPage(page) {
             return try browser.post("/authorize", form: page.hiddenFields() + [("action", "continue")])
         }
-        return try browser.post(
+        let next = try browser.post(
             "/authorize", form: page.hiddenFields() + [("email", Self.email), ("password", Self.password)])
+        return Self.isSecondStep(next) ? try secondStep(next) : next
+    }
+
+    /// Whether `page` asks for the second step's one-time code.
+    package static func isSecondStep(_ page: TestBrowser.Page) -> Bool {
+        page.status == 200 && page.body.contains("id=\"otp\"")
+    }
+
+    /// Types the newest one-time code from the server's log into the second-step page (or `code`).
+    package func secondStep(_ page: TestBrowser.Page, code: String? = nil) throws -> TestBrowser.Page {
+        guard let otp = code ?? oneTimeCodes.value.last else { throw HarnessError("no one-time code in the log") }
+        return try browser.post("/authorize", form: page.hiddenFields() + [("otp", otp), ("action", "verify")])
     }
 
     /// Whether `page` is the "Continue as …?" page of a remembered browser.

@@ -73,6 +73,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         ///
         /// Found (``TokenSet/dpopKeyThumbprint``) before any request is sent; the credentials are kept.
         public static let dpopKeyMismatch = Code(rawValue: "dpop_key_mismatch")
+        /// A resource wants a stronger or more recent sign-in (RFC 9470); the credentials are kept.
+        ///
+        /// ``AuthError/stepUpChallenge`` says what it wants; ``OIDCAuth/stepUp(_:with:)`` signs in that way.
+        public static let stepUpRequired = Code(rawValue: "step_up_required")
     }
 
     /// The code.
@@ -86,9 +90,11 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// The rule that failed, for ``Code/idTokenRejected`` and ``Code/userInfoRejected``: a `JOSEError` code
     /// (`issuer_mismatch`, `audience_mismatch`, `nonce_mismatch`, `signature_invalid`, `ambiguous_key`, `expired`,
     /// `missing_claim`, `algorithm_not_allowed`, …) or one of `untrusted_audience`, `at_hash_mismatch`,
-    /// `auth_time_missing`, `auth_time_too_old`; after a refresh `subject_changed`, `issuer_changed`,
-    /// `audience_changed`, `auth_time_changed`; for UserInfo `subject_mismatch`.
+    /// `auth_time_missing`, `auth_time_too_old`, `acr_not_met`; after a step-up or a refresh `subject_changed`;
+    /// after a refresh `issuer_changed`, `audience_changed`, `auth_time_changed`; for UserInfo `subject_mismatch`.
     public internal(set) var reason: String?
+    /// What the resource asked for, for ``Code/stepUpRequired``.
+    public internal(set) var stepUpChallenge: StepUpChallenge?
 
     /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverResponse: ServerErrorResponse? = nil) {

@@ -27,6 +27,13 @@ public struct AuthorizedClient: Sendable {
     /// An authenticator given at creation for the session's credentials (``Authorization/session``) in place of
     /// the provider's scheme; nil to use the provider's.
     public let dpop: DPoPAuthenticator?
+    /// What satisfies a step-up challenge (RFC 9470) before the call is retried once; nil throws
+    /// ``AuthError/Code/stepUpRequired`` instead.
+    public let stepUp: StepUpHandler?
+
+    /// Signs in again as a ``StepUpChallenge`` asks (``OIDCAuth/stepUp(_:with:)``), storing the new credentials in
+    /// the session.
+    public typealias StepUpHandler = @Sendable (StepUpChallenge) async throws -> Void
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
     /// `baseURL` as text without a trailing slash, for joining plain paths (nil when it has a query or fragment).
@@ -51,6 +58,8 @@ public struct AuthorizedClient: Sendable {
     ///   - decoder: decodes ``request(_:as:)`` bodies.
     ///   - dpop: an authenticator for the session's credentials in place of the provider's own scheme (an
     ///     ``OIDCAuthProvider`` with a DPoP key already supplies one; see ``AuthProvider/credentialScheme``).
+    ///   - stepUp: signs in again when a resource asks for a stronger or more recent sign-in (RFC 9470); the call
+    ///     is then retried once (``OIDCAuth/client(for:additionalOrigins:stepUpWith:)`` makes one).
     public init(
         session: AuthSession,
         baseURL: URL,
@@ -58,9 +67,11 @@ public struct AuthorizedClient: Sendable {
         redirectPolicy: RedirectPolicy = .follow,
         transport: any HTTPTransport = SesameHTTP.platformTransport,
         decoder: JSONDecoder = JSONDecoder(),
-        dpop: DPoPAuthenticator? = nil
+        dpop: DPoPAuthenticator? = nil,
+        stepUp: StepUpHandler? = nil
     ) {
         self.dpop = dpop
+        self.stepUp = stepUp
         self.session = session
         self.baseURL = baseURL
         self.credentialOrigins = Set(([baseURL] + additionalOrigins).compactMap(SesameHTTP.Origin.init))
@@ -76,9 +87,9 @@ public struct AuthorizedClient: Sendable {
 
     /// Sends the request and returns the response without decoding it (for 204s and empty bodies).
     ///
-    /// - Throws: ``AuthError`` (transport, session, ``AuthError/Code/unauthorized`` and
-    ///   ``AuthError/Code/redirectRefused`` errors) or `CancellationError`. Non-2xx statuses other than a
-    ///   persistent rejection are returned, not thrown.
+    /// - Throws: ``AuthError`` (transport, session, ``AuthError/Code/unauthorized``,
+    ///   ``AuthError/Code/redirectRefused`` and ``AuthError/Code/stepUpRequired`` errors) or `CancellationError`.
+    ///   Non-2xx statuses other than a persistent rejection or a step-up challenge are returned, not thrown.
     public func send(_ endpoint: Endpoint) async throws -> SesameHTTP.Response {
         let (request, underBase) = try request(for: endpoint)
         return try await send(request, authorization: endpoint.authorization, underBase: underBase)
@@ -103,11 +114,43 @@ public struct AuthorizedClient: Sendable {
     private func send(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
         -> SesameHTTP.Response
     {
+        let (response, credentialed) = try await exchange(request, authorization: authorization, underBase: underBase)
+        // RFC 9470: a valid token from too weak or too old a sign-in. Never a refresh; one step-up, one retry.
+        guard response.status == 401, credentialed, let challenge = StepUpChallenge(response) else { return response }
+        guard let stepUp else { throw Self.stepUpRequired(challenge, response, afterStepUp: false) }
+        try await stepUp(challenge)
+        let (again, stillCredentialed) = try await exchange(
+            request, authorization: authorization, underBase: underBase)
+        if again.status == 401, stillCredentialed, let second = StepUpChallenge(again) {
+            throw Self.stepUpRequired(second, again, afterStepUp: true)
+        }
+        return again
+    }
+
+    static func stepUpRequired(_ challenge: StepUpChallenge, _ response: SesameHTTP.Response, afterStepUp: Bool)
+        -> AuthError
+    {
+        var error = AuthError(
+            .stepUpRequired,
+            afterStepUp
+                ? "the resource still wants a stronger or more recent sign-in after a step-up (\(challenge))"
+                : "the resource wants a stronger or more recent sign-in (\(challenge))",
+            statusCode: response.status)
+        error.stepUpChallenge = challenge
+        return error
+    }
+
+    /// The exchange across its redirects, and whether its last request carried the session's credentials.
+    @inline(__always)
+    private func exchange(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
+        -> (SesameHTTP.Response, credentialed: Bool)
+    {
         let authenticator =
             authorization.usesSessionScheme ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
         var exchange = authenticator.map {
             AuthenticatedExchange(request, authenticator: $0, credentials: .session(session))
         }
+        let usesSession = authenticator?.usesSessionCredentials ?? false
         var current = request
         var redirects = 0
         var mayCarryCredentials = underBase && baseIsCredentialOrigin || mayReceiveCredentials(request.url)
@@ -127,8 +170,10 @@ public struct AuthorizedClient: Sendable {
                 if !mayReceiveCredentials(next.url) { mayCarryCredentials = false }
                 continue
             }
-            guard credentialed, let step = try exchange?.step(after: response, to: outgoing) else { return response }
-            if step == .finished { return response }
+            guard credentialed, let step = try exchange?.step(after: response, to: outgoing) else {
+                return (response, credentialed && usesSession)
+            }
+            if step == .finished { return (response, usesSession) }
         }
     }
 

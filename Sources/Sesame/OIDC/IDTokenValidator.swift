@@ -106,15 +106,19 @@ public struct IDTokenValidator: Sendable {
         /// After a refresh: the original ID token's claims, whose `iss` and `sub` must not change (OIDC Core
         /// §12.2).
         public var original: JWTClaims?
+        /// The `acr_values` requested (a step-up, RFC 9470): `acr` must then be one of them (catalog STEP-03).
+        public var acrValues: [String]?
 
         /// Creates expectations.
         public init(
-            nonce: String? = nil, accessToken: String? = nil, maxAge: TimeInterval? = nil, original: JWTClaims? = nil
+            nonce: String? = nil, accessToken: String? = nil, maxAge: TimeInterval? = nil, original: JWTClaims? = nil,
+            acrValues: [String]? = nil
         ) {
             self.nonce = nonce
             self.accessToken = accessToken
             self.maxAge = maxAge
             self.original = original
+            self.acrValues = acrValues
         }
     }
 
@@ -182,6 +186,12 @@ public struct IDTokenValidator: Sendable {
             }
             guard time.timeIntervalSince1970 - authTime <= maxAge + leeway else {
                 throw Self.rejection("auth_time_too_old", "the sign-in is older than the max_age requested")
+            }
+        }
+        if let wanted = expectations.acrValues, !wanted.isEmpty {
+            // A weaker answer than asked for is refused, not stored (OIDC Core §3.1.3.7 (12), RFC 9470 §4).
+            guard let acr = claims["acr"]?.stringValue, wanted.contains(where: { ByteExact.equals($0, acr) }) else {
+                throw Self.rejection("acr_not_met", "the ID token's acr is not one of the acr_values requested")
             }
         }
         if let original = expectations.original {

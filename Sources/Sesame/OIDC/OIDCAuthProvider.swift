@@ -181,6 +181,9 @@ public struct OIDCAuthProvider: AuthProvider {
         if let prompt = options.prompt { parameters.append(("prompt", prompt)) }
         if let maxAge = options.maxAge { parameters.append(("max_age", String(Int(maxAge)))) }
         if let hint = options.loginHint { parameters.append(("login_hint", hint)) }
+        if let acrValues = options.acrValues, !acrValues.isEmpty {
+            parameters.append(("acr_values", acrValues.joined(separator: " ")))
+        }
         let reserved = Set(parameters.map(\.0))
         for (name, value) in options.additionalParameters.sorted(by: { $0.key < $1.key })
         where !reserved.contains(name) {
@@ -210,8 +213,9 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let url = components.url else { throw AuthError(.configuration, "the authorization URL is invalid") }
         return PendingAuthorization(
             url: url, redirectURI: configuration.redirectURI, codeVerifier: verifier, state: state, nonce: nonce,
-            maxAge: options.maxAge, createdAt: timeSource.now, issuer: metadata.issuer, clientID: configuration.clientID
-        )
+            maxAge: options.maxAge, createdAt: timeSource.now, issuer: metadata.issuer,
+            clientID: configuration.clientID,
+            acrValues: options.acrValues.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Completes a sign-in from the redirect: checks `iss` (RFC 9207) first, then `state`, then an `error`, then
@@ -275,7 +279,9 @@ public struct OIDCAuthProvider: AuthProvider {
             ])
         guard answer.status == 200 else { throw Self.failure(answer, "the code exchange was refused") }
         return try await tokens(
-            from: answer, expecting: IDTokenValidator.Expectations(nonce: pending.nonce, maxAge: pending.maxAge),
+            from: answer,
+            expecting: IDTokenValidator.Expectations(
+                nonce: pending.nonce, maxAge: pending.maxAge, acrValues: pending.acrValues),
             previous: nil)
     }
 

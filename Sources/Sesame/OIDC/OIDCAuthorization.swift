@@ -25,12 +25,15 @@ public struct PendingAuthorization: Sendable, Codable, Hashable, CustomStringCon
     public let issuer: String?
     /// The client that made it.
     public let clientID: String
+    /// The `acr_values` requested, if any: the ID token's `acr` must be one of them.
+    public let acrValues: [String]?
 
     /// Creates a pending authorization (``OIDCAuthProvider/authorizationRequest(_:)`` makes them).
     public init(
         url: URL, redirectURI: String, codeVerifier: String, state: String, nonce: String?, maxAge: TimeInterval?,
-        createdAt: Date, issuer: String?, clientID: String
+        createdAt: Date, issuer: String?, clientID: String, acrValues: [String]? = nil
     ) {
+        self.acrValues = acrValues
         self.issuer = issuer
         self.clientID = clientID
         self.url = url
@@ -67,14 +70,19 @@ public struct AuthorizationOptions: Sendable {
     public var maxAge: TimeInterval?
     /// `login_hint`.
     public var loginHint: String?
+    /// `acr_values`, strongest wish first: the ID token's `acr` must then be one of them (RFC 9470 step-up).
+    public var acrValues: [String]?
     /// Further parameters (never overriding the ones this library sets).
     public var additionalParameters: [String: String] = [:]
 
     /// Default options: none of the above.
-    public init(prompt: String? = nil, maxAge: TimeInterval? = nil, loginHint: String? = nil) {
+    public init(
+        prompt: String? = nil, maxAge: TimeInterval? = nil, loginHint: String? = nil, acrValues: [String]? = nil
+    ) {
         self.prompt = prompt
         self.maxAge = maxAge
         self.loginHint = loginHint
+        self.acrValues = acrValues
     }
 }
 

@@ -6,7 +6,8 @@ import SesameLoopback
 extension DevServer {
     /// Fields of the sign-in form that are not part of the authorization request.
     static let formFields: Set<String> = [
-        "email", "password", "csrf", "sign_in_as", "claims", "action", "consent", "consent_expiry",
+        "email", "password", "csrf", "sign_in_as", "claims", "action", "consent", "consent_expiry", "otp", "ticket",
+        "second_step",
     ]
     /// Claims the dev panel may not set: the protocol's own.
     static let protocolClaims: Set<String> = [
@@ -26,6 +27,12 @@ extension DevServer {
             return SignInPage.error(OAuthFailure("invalid_request", "unreadable parameters"))
         }
         if request.method == "POST", parameters.values["csrf"] != nil {
+            if parameters.values["second_step"] == "1" {
+                switch formRequest(parameters) {
+                case .success(let valid): return secondStepSubmission(request, valid, parameters)
+                case .failure(let rejection): return reject(rejection)
+                }
+            }
             return parameters.values["consent"] == "1"
                 ? consentSubmission(request, parameters) : signInSubmission(request, parameters)
         }
@@ -57,6 +64,9 @@ extension DevServer {
             }
             if let current = session, !ByteExact.equals(subject, current.user.id) { session = nil }
         }
+        // A stronger sign-in than a password never comes from a session: the second step is asked every time.
+        let stepUp = !ByteExact.equals(wantedACR(authorization), Self.passwordACR)
+        if stepUp { session = nil }
         let fresh =
             session.map { session in
                 // Whole seconds understate the time since sign-in by up to one: only a sign-in strictly younger
@@ -69,6 +79,11 @@ extension DevServer {
             || clients[authorization.clientID]?.requiresConsent == true
         if authorization.prompt.contains("none") {
             guard let session, fresh else {
+                if stepUp {
+                    return redirect(
+                        authorization,
+                        error: OAuthFailure("interaction_required", "the acr asked for needs the user's second step"))
+                }
                 let why =
                     configuration.rememberBrowser
                     ? "no signed-in browser session"
@@ -224,14 +239,21 @@ extension DevServer {
             return Self.error(500, "server_error", "the session could not be stored")
         }
         state.withLock { $0.counters.logins += 1 }
+        // A password is not enough for a stronger acr: the second step first (the dev panel skips it).
+        if parameters["sign_in_as"] == nil, !ByteExact.equals(wantedACR(authorization), Self.passwordACR) {
+            var page = secondStepPage(request, authorization, user: user, authTime: authTime)
+            for set in setSession + setKnown { page.headers.add("Set-Cookie", set) }
+            return page
+        }
         var response = issueCode(authorization, user: user, authTime: authTime, claims: claims, status: 303)
         for set in setSession + setKnown { response.headers.add("Set-Cookie", set) }
         return response
     }
 
     /// Redirects with a new code, `state` and `iss`.
-    private func issueCode(
-        _ authorization: AuthorizationRequest, user: DevStore.User, authTime: Int64, claims: String?, status: Int
+    func issueCode(
+        _ authorization: AuthorizationRequest, user: DevStore.User, authTime: Int64, claims: String?, status: Int,
+        acr: String = DevServer.passwordACR
     ) -> HTTPServerResponse {
         // OIDC Core §5.5.1: a `sub` asked for with a value is that user or nobody; an essential `acr` this sign-in
         // does not meet fails the authentication (§5.5.1.1).
@@ -240,14 +262,15 @@ extension DevServer {
             return redirect(
                 authorization, error: OAuthFailure("access_denied", "the signed-in user is not the sub asked for"))
         }
-        if let entry = requested["acr"], entry.essential, !ClaimsRequest.satisfies(.string(Self.passwordACR), entry) {
+        if let entry = requested["acr"], entry.essential, !ClaimsRequest.satisfies(.string(acr), entry) {
             return redirect(
                 authorization,
                 error: OAuthFailure("access_denied", "this sign-in cannot meet the essential acr asked for"))
         }
         guard
             let code = try? store.storeCode(
-                authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now)
+                authorization, userID: user.id, authTime: authTime, claims: claims, ttl: Self.codeTTL, now: now,
+                acr: acr)
         else { return Self.error(500, "server_error", "the code could not be stored") }
         return redirect(authorization, pairs: [("code", code)], status: status)
     }

@@ -7,7 +7,7 @@ extension DevServer {
     /// The authentication context class of every sign-in here: a password (or the development panel).
     ///
     /// Returned as `acr` when a client asks for it (`acr_values`, or `acr` in the `claims` parameter).
-    static let passwordACR = "urn:sesame:acr:password"
+    public static let passwordACR = "urn:sesame:acr:password"
     /// Claims no template or configured user may set: the protocol's, and what says how the user authenticated.
     static let reservedClaims = protocolClaims.union(["acr", "amr"])
 
@@ -48,11 +48,11 @@ extension DevServer {
     }
 
     /// The claims a `claims` request asks for (`acr` included) that this user has.
-    func requestedClaims(_ entries: [String: ClaimsRequest.Entry], profile: JOSEObject) -> JOSEObject {
+    func requestedClaims(_ entries: [String: ClaimsRequest.Entry], profile: JOSEObject, acr: String) -> JOSEObject {
         var claims = JOSEObject()
         for (name, _) in entries.sorted(by: { $0.key < $1.key }) where !Self.protocolClaims.contains(name) {
             if name == "acr" {
-                claims["acr"] = .string(Self.passwordACR)
+                claims["acr"] = .string(acr)
             } else if let value = profile[name] {
                 claims[name] = value
             }
@@ -69,7 +69,9 @@ extension DevServer {
             if let value = profile[name] { claims[name] = value }
         }
         let request = grant.requestClaims.flatMap { try? ClaimsRequest.parse($0).get() } ?? ClaimsRequest()
-        for member in requestedClaims(request.userInfo, profile: profile) { claims[member.name] = member.value }
+        for member in requestedClaims(request.userInfo, profile: profile, acr: grant.acr ?? Self.passwordACR) {
+            claims[member.name] = member.value
+        }
         return claims
     }
 

@@ -100,7 +100,7 @@ extension DevServer {
             "request_parameter_supported": false,
             "request_uri_parameter_supported": false,
             "claims_parameter_supported": true,
-            "acr_values_supported": [.string(Self.passwordACR)],
+            "acr_values_supported": .array(Self.supportedACRs.map(JOSEValue.string)),
             "claim_types_supported": ["normal"],
             "prompt_values_supported": ["none", "login", "consent", "select_account"],
             "dpop_signing_alg_values_supported": ["ES256", "EdDSA", "RS256", "PS256"],
@@ -165,6 +165,8 @@ extension DevServer {
             "iat": .integer(issuedAt), "exp": .integer(issuedAt + configuration.accessTokenTTL),
             "auth_time": .integer(grant.authTime), "jti": .string(UUID().uuidString.lowercased()),
             "gid": .string(grant.id),
+            // RFC 9470 §6.1: the resource decides on acr and auth_time.
+            "acr": .string(grant.acr ?? Self.passwordACR), "amr": Self.amr(for: grant.acr ?? Self.passwordACR),
         ]
         if let confirmation { claims["cnf"] = ["jkt": .string(confirmation)] }
         return try JWT.sign(
@@ -187,7 +189,15 @@ extension DevServer {
             claims["email_verified"] = claims["email_verified"] ?? profile["email_verified"] ?? false
         }
         let request = grant.requestClaims.flatMap { try? ClaimsRequest.parse($0).get() } ?? ClaimsRequest()
-        for member in requestedClaims(request.idToken, profile: profile) { claims[member.name] = member.value }
+        let acr = grant.acr ?? Self.passwordACR
+        for member in requestedClaims(request.idToken, profile: profile, acr: acr) {
+            claims[member.name] = member.value
+        }
+        // A stepped-up sign-in says so whether or not acr was asked for (RFC 9470 §4).
+        if claims["acr"] != nil || !ByteExact.equals(acr, Self.passwordACR) {
+            claims["acr"] = .string(acr)
+            claims["amr"] = Self.amr(for: acr)
+        }
         claims["iss"] = .string(issuer)
         claims["sub"] = .string(grant.user.id)
         claims["aud"] = .string(grant.clientID)
@@ -215,6 +225,10 @@ extension DevServer {
         case .missingAtHash: claims["at_hash"] = nil
         case .refreshTokenInvalidSubject where fromRefresh: claims["sub"] = .string(grant.user.id + "-invalid")
         case .refreshTokenInvalidIssuer where fromRefresh: claims["iss"] = .string(issuer + "/invalid")
+        case .stepUpWeakerACR where claims["acr"] != nil:
+            claims["acr"] = .string(Self.passwordACR)
+            claims["amr"] = Self.amr(for: Self.passwordACR)
+        case .stepUpOldAuthTime: claims["auth_time"] = .integer(grant.authTime - 30 * 86400)
         case .invalidSignatureRS256:
             corrupt = true
             if algorithm != .rs256 { (key, algorithm) = (try testKey(.rs256, name: "rs256"), .rs256) }

@@ -23,6 +23,10 @@ public enum RPTestMode: String, CaseIterable, Sendable {
     case removedAuthorizationResponseIssuer = "fapi2-client-test-remove-authorization-response-iss"
     case invalidState = "fapi2-client-test-invalid-state"
     case happyPathNoDPoPNonce = "fapi2-client-test-happy-path-no-dpop-nonce"
+    /// Sesame's own (RFC 9470): the ID token of a stepped-up sign-in says `acr` is a password.
+    case stepUpWeakerACR = "sesame-client-test-step-up-weaker-acr"
+    /// Sesame's own (RFC 9470): the ID token's `auth_time` is thirty days old.
+    case stepUpOldAuthTime = "sesame-client-test-step-up-old-auth-time"
 
     /// What a conforming client does: `reject` or `accept`.
     public var expectedOutcome: String {
@@ -58,6 +62,9 @@ public enum RPTestMode: String, CaseIterable, Sendable {
         case .refreshTokenInvalidIssuer: "the ID token from a refresh has another iss; reject the refresh response"
         case .invalidAtHash: "the ID token's at_hash does not match the access token; reject"
         case .missingAtHash: "the ID token has no at_hash (optional in the code flow); accept"
+        case .stepUpWeakerACR:
+            "after a step-up the ID token's acr is weaker than the acr_values asked for; refuse the result"
+        case .stepUpOldAuthTime: "the ID token's auth_time is 30 days old; refuse it when max_age was asked for"
         case .invalidAuthorizationResponseIssuer:
             "the authorization response's iss is not the issuer (RFC 9207); reject it, exchange no code"
         case .removedAuthorizationResponseIssuer:

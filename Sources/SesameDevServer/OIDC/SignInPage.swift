@@ -220,6 +220,28 @@ enum SignInPage {
         return page(title: "Continue?", body: body)
     }
 
+    /// The second step: the one-time code the server wrote to its log.
+    static func secondStep(clientID: String, signedInAs: String, error: String?, hidden: [(String, String)])
+        -> String
+    {
+        let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
+        let body = """
+            <h1>One more step</h1>
+            <p class="sub"><strong>\(escape(clientID))</strong> asks for a stronger sign-in as \(escape(signedInAs)).</p>
+            <p>Enter the six-digit code the dev server just wrote to its log. (A development stand-in for a second
+            factor: anyone who can read the server's output can pass it.)</p>
+            \(alert)
+            <form method="post" action="authorize" aria-label="Second step">
+            \(hiddenFields(hidden))
+            <label for="otp">One-time code</label>
+            <input type="text" id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+            <div class="row"><button type="submit" name="action" value="verify" id="verify">Verify</button>
+            <button type="submit" class="secondary" name="action" value="cancel" id="cancel" formnovalidate>Cancel</button></div>
+            </form>
+            """
+        return page(title: "One more step", body: body)
+    }
+
     /// A form that decides: the hidden fields and two buttons (`action` = the value, `id` the same); neither has the
     /// focus on arrival, so a stray Enter decides nothing.
     static func decision(

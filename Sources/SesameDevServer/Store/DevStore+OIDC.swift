@@ -16,6 +16,8 @@ extension DevStore {
         let claims: String?
         /// The authorization request's `claims` parameter (``ClaimsRequest/jsonText``), or nil.
         var requestClaims: String? = nil
+        /// How the user authenticated (`acr`); nil for grants made before schema 5 (a password).
+        var acr: String? = nil
     }
 
     static func newSecret() -> String { Base64URL.encode(JOSECrypto.randomBytes(32)) }
@@ -24,14 +26,15 @@ extension DevStore {
 
     func createGrant(
         userID: String, clientID: String, scope: [String], authTime: Int64, claims: String?, now: Int64,
-        requestClaims: String? = nil
+        requestClaims: String? = nil, acr: String? = nil
     ) throws -> String {
         let id = UUID().uuidString.lowercased()
         try database.query(
-            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims, request_claims) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims, request_claims, acr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(id), .text(userID), .integer(now), .text(clientID), .text(scope.joined(separator: " ")),
                 .integer(authTime), claims.map(SQLiteValue.text) ?? .null, requestClaims.map(SQLiteValue.text) ?? .null,
+                acr.map(SQLiteValue.text) ?? .null,
             ])
         return id
     }
@@ -40,7 +43,7 @@ extension DevStore {
     func activeGrant(id: String) throws -> Grant? {
         guard
             let row = try database.query(
-                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims, f.request_claims FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
+                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims, f.request_claims, f.acr FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
                 [.text(id)]
             ).first
         else { return nil }
@@ -53,7 +56,7 @@ extension DevStore {
         return Grant(
             id: id, user: User(id: userID, email: row[2].text), clientID: clientID,
             scope: (row[4].text ?? "").split(separator: " ").map(String.init), authTime: row[5].integer ?? 0,
-            claims: row[6].text, requestClaims: row[index].text)
+            claims: row[6].text, requestClaims: row[index].text, acr: row[index + 1].text)
     }
 
     /// The DPoP key thumbprint grant `id` is bound to, if any.
@@ -102,7 +105,7 @@ extension DevStore {
                 let row = try database.query(
                     """
                     SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims,
-                        t.expires_at, t.used, t.used_at, f.revoked, f.request_claims
+                        t.expires_at, t.used, t.used_at, f.revoked, f.request_claims, f.acr
                     FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id JOIN users u ON u.id = f.user_id
                     WHERE t.hash = ? AND f.client_id IS NOT NULL
                     """, [.blob(hash)]
@@ -167,20 +170,21 @@ extension DevStore {
         let user: User
         let authTime: Int64
         let claims: String?
+        var acr: String? = nil
     }
 
     func storeCode(
         _ request: AuthorizationRequest, userID: String, authTime: Int64, claims: String?, ttl: Int64,
-        now: Int64
+        now: Int64, acr: String? = nil
     ) throws -> String {
         let code = Self.newSecret()
         try database.transaction {
             try database.query("DELETE FROM oidc_codes WHERE expires_at < ?", [.integer(now - 3600)])
             try database.query(
-                "INSERT INTO oidc_codes (hash, request, user_id, auth_time, claims, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO oidc_codes (hash, request, user_id, auth_time, claims, expires_at, acr) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     .blob(Self.hash(code)), .text(request.encoded), .text(userID), .integer(authTime),
-                    claims.map(SQLiteValue.text) ?? .null, .integer(now + ttl),
+                    claims.map(SQLiteValue.text) ?? .null, .integer(now + ttl), acr.map(SQLiteValue.text) ?? .null,
                 ])
         }
         return code
@@ -206,7 +210,7 @@ extension DevStore {
             let hash = Self.hash(code)
             guard
                 let row = try database.query(
-                    "SELECT c.request, c.user_id, u.email, c.auth_time, c.claims, c.expires_at, c.used, c.family_id FROM oidc_codes c JOIN users u ON u.id = c.user_id WHERE c.hash = ?",
+                    "SELECT c.request, c.user_id, u.email, c.auth_time, c.claims, c.expires_at, c.used, c.family_id, c.acr FROM oidc_codes c JOIN users u ON u.id = c.user_id WHERE c.hash = ?",
                     [.blob(hash)]
                 ).first, let text = row[0].text, let userID = row[1].text
             else { return .unknown }
@@ -219,11 +223,11 @@ extension DevStore {
             guard let request = AuthorizationRequest.stored(text) else { return .unknown }
             let record = CodeRecord(
                 request: request, user: User(id: userID, email: row[2].text), authTime: row[3].integer ?? 0,
-                claims: row[4].text)
+                claims: row[4].text, acr: row[8].text)
             if let problem = check(record) { return .refused(problem) }
             let grantID = try createGrant(
                 userID: userID, clientID: request.clientID, scope: request.scope, authTime: record.authTime,
-                claims: record.claims, now: now, requestClaims: request.claims)
+                claims: record.claims, now: now, requestClaims: request.claims, acr: record.acr)
             try database.query("UPDATE oidc_codes SET family_id = ? WHERE hash = ?", [.text(grantID), .blob(hash)])
             return .granted(record, grantID: grantID)
         }

@@ -5,7 +5,7 @@ import SesameJOSE
 ///
 /// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
 final class DevStore: Sendable {
-    static let schemaVersion: Int64 = 4
+    static let schemaVersion: Int64 = 5
 
     let database: SQLiteDatabase
     /// Public keys already read, by `kid`.
@@ -55,6 +55,17 @@ final class DevStore: Sendable {
             try database.transaction {
                 try database.execute(
                     "ALTER TABLE refresh_families ADD COLUMN request_claims TEXT; PRAGMA user_version = 4;")
+            }
+        }
+        if version < 5 {
+            // Schema 5: how the user authenticated (`acr`, RFC 9470), from the code to its grant and its tokens.
+            try database.transaction {
+                try database.execute(
+                    """
+                    ALTER TABLE oidc_codes ADD COLUMN acr TEXT;
+                    ALTER TABLE refresh_families ADD COLUMN acr TEXT;
+                    PRAGMA user_version = 5;
+                    """)
             }
         }
     }

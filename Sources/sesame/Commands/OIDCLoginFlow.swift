@@ -34,7 +34,15 @@ struct OIDCLoginFlow: Sendable {
         "--dpop-alg", value: "ALG",
         "a new key's algorithm: ES256, EdDSA or RS256 (implies --dpop; default ES256 if the provider lists it, else the first of these it lists); a profile that has a key of another algorithm must log out first"
     )
-    static let options = [issuer, clientID, scope, redirectURI, resource, noBrowser, device, dpop, dpopAlgorithm]
+    static let acrValues = OptionSpec(
+        "--acr-values", value: "'ACR ...'",
+        "ask for these authentication context classes (a step-up, RFC 9470); the new ID token's acr must be one of them"
+    )
+    static let maxAge = OptionSpec(
+        "--max-age", value: "S", "ask for a sign-in at most S seconds old (the ID token's auth_time is checked)")
+    static let options = [
+        issuer, clientID, scope, redirectURI, resource, noBrowser, device, dpop, dpopAlgorithm, acrValues, maxAge,
+    ]
 
     /// The DPoP key algorithms `login --dpop-alg` offers, in the order chosen when the provider lists several.
     static let dpopChoices: [JWSAlgorithm] = [.es256, .eddsa, .rs256]
@@ -51,6 +59,8 @@ struct OIDCLoginFlow: Sendable {
     /// Whether the tokens are DPoP-bound, and the algorithm asked for.
     let usesDPoP: Bool
     let requestedAlgorithm: JWSAlgorithm?
+    /// `acr_values` and `max_age` for the authorization request (a step-up).
+    let authorizationOptions: AuthorizationOptions
 
     /// Reads and checks every option (exit 2 before any network call).
     ///
@@ -85,6 +95,24 @@ struct OIDCLoginFlow: Sendable {
         opensBrowser = !arguments.flag(Self.noBrowser)
         requestedAlgorithm = try Self.dpopAlgorithm(arguments.value(Self.dpopAlgorithm), command: arguments.command)
         usesDPoP = arguments.flag(Self.dpop) || requestedAlgorithm != nil
+        var options = AuthorizationOptions()
+        if let text = arguments.value(Self.acrValues) {
+            let values = text.split(separator: " ").map(String.init)
+            guard !values.isEmpty, values.count <= 10, values.allSatisfy({ PrintableText.isClean($0) }) else {
+                throw arguments.usage("--acr-values takes 1 to 10 space-separated class names")
+            }
+            options.acrValues = values
+        }
+        if let text = arguments.value(Self.maxAge) {
+            guard let seconds = Int(text), (0...10 * 365 * 86400).contains(seconds) else {
+                throw arguments.usage("--max-age takes whole seconds (0 or more)")
+            }
+            options.maxAge = TimeInterval(seconds)
+        }
+        if device, options.acrValues != nil || options.maxAge != nil {
+            throw arguments.usage("--acr-values and --max-age need the browser sign-in: drop --device")
+        }
+        authorizationOptions = options
     }
 
     /// `--dpop-alg`'s value (case-insensitive).
@@ -166,7 +194,7 @@ struct OIDCLoginFlow: Sendable {
         let previous = (try? profile.settings()).flatMap { $0 }
         let tokens: TokenSet
         if let agent {
-            tokens = try await auth.signIn(with: agent)
+            tokens = try await auth.signIn(with: agent, options: authorizationOptions)
         } else {
             tokens = try await auth.signInOnAnotherDevice { authorization, progress in
                 if progress == nil { Self.show(authorization) }

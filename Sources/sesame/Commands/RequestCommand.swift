@@ -36,6 +36,23 @@ struct RequestCommand: SesameCommand {
     let body: Data?
     let includesHead: Bool
 
+    /// A step-up challenge (RFC 9470) as an error that names what the resource wants and the command that gets it.
+    static func stepUp(_ challenge: StepUpChallenge, context: SessionContext) -> CLIError {
+        var command = "sesame login"
+        if let oidc = context.settings.oidc {
+            command += " --issuer \(shellQuoted(context.settings.baseURL)) --client-id \(shellQuoted(oidc.clientID))"
+        }
+        if !challenge.acrValues.isEmpty {
+            command += " --acr-values \(shellQuoted(challenge.acrValues.joined(separator: " ")))"
+        }
+        if let maxAge = challenge.maxAge { command += " --max-age \(Int(maxAge))" }
+        if context.profile.name != "default" { command += " --profile \(shellQuoted(context.profile.name))" }
+        return CLIError(
+            status: .failure, code: "step_up_required",
+            message: "the resource wants a stronger or more recent sign-in (\(challenge)); sign in that way: \(command)"
+        )
+    }
+
     init(_ arguments: ParsedArguments) throws {
         selection = try SessionSelection(arguments)
         guard let target = try arguments.atMostOnePositional("PATH|URL") else {
@@ -81,8 +98,13 @@ struct RequestCommand: SesameCommand {
                     + "; give a PATH, or log in to that server with another --profile",
                 command: selection.command)
         }
-        let response = try await client.send(
-            AuthorizedClient.Endpoint(httpMethod, target, headers: headers, body: body))
+        let response: SesameHTTP.Response
+        do {
+            response = try await client.send(
+                AuthorizedClient.Endpoint(httpMethod, target, headers: headers, body: body))
+        } catch let error as AuthError where error.code == .stepUpRequired {
+            throw Self.stepUp(error.stepUpChallenge ?? StepUpChallenge(), context: context)
+        }
         if includesHead {
             var head = "HTTP \(response.status)\n"
             for field in response.headers {
@@ -92,6 +114,7 @@ struct RequestCommand: SesameCommand {
         }
         FileHandle.standardOutput.write(response.body)
         guard response.isSuccess else {
+            if let challenge = StepUpChallenge(response) { throw Self.stepUp(challenge, context: context) }
             let transient = response.status >= 500 || response.status == 429
             let server = ServerErrorResponse(response)
             var message = "the server answered \(response.status)"
@@ -99,4 +122,13 @@ struct RequestCommand: SesameCommand {
             throw CLIError(status: transient ? .transient : .failure, code: "http_\(response.status)", message: message)
         }
     }
+}
+
+/// `text` as one shell word: as it is when it has only safe characters, else in single quotes.
+func shellQuoted(_ text: String) -> String {
+    let clean = PrintableText.sanitized(text, limit: 512)
+    let safe = clean.unicodeScalars.allSatisfy { scalar in
+        scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_./:@%+=,-".unicodeScalars.contains(scalar))
+    }
+    return safe && !clean.isEmpty ? clean : "'" + clean.replacingOccurrences(of: "'", with: "'\\''") + "'"
 }

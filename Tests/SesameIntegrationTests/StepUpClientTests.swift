@@ -1,0 +1,181 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import SesameJOSE
+import SesameTestSupport
+import SesameTesting
+import Testing
+
+/// The client's side of RFC 9470 step-up against the dev server's `/protected` (catalog STEP-01..STEP-04).
+@Suite struct StepUpClientTests {
+    /// A user agent that plays the real pages, second step included, and counts how often it was asked.
+    struct CountingAgent: AuthorizationUserAgent {
+        let harness: OIDCTestServer
+        let uses = LockedBox(0)
+        var email = OIDCTestServer.email
+        var password = OIDCTestServer.password
+
+        func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+            uses.mutate { $0 += 1 }
+            let target = url.path + (url.query.map { "?" + $0 } ?? "")
+            var page = try harness.browser.get(target)
+            if page.status == 200 {
+                page = try harness.browser.post(
+                    "/authorize", form: page.hiddenFields() + [("email", email), ("password", password)])
+            }
+            if OIDCTestServer.isSecondStep(page) { page = try harness.secondStep(page) }
+            guard let location = page.location, let redirect = URL(string: location) else {
+                throw HarnessError("no redirect: \(page.status)")
+            }
+            return redirect
+        }
+    }
+
+    static func signedIn(_ oidc: OIDCTestServer) async throws -> (OIDCAuth, CountingAgent) {
+        let auth = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+        let agent = CountingAgent(harness: oidc)
+        try await auth.signIn(with: agent)
+        return (auth, agent)
+    }
+
+    @Test("STEP-01: without a step-up handler the challenge is a typed error with acr_values, and nothing refreshes")
+    func typedError() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, _) = try await Self.signedIn(oidc)
+        let before = try await auth.session.currentTokens
+        do {
+            _ = try await auth.client(for: oidc.issuer).send(.get("/protected"))
+            Issue.record("a step-up challenge was returned as a response")
+        } catch let error as AuthError {
+            #expect(error.code == .stepUpRequired && error.statusCode == 401)
+            #expect(error.stepUpChallenge?.acrValues == [DevServer.mfaACR])
+            #expect(!error.requiresReauthentication && !error.isTransient)
+        }
+        #expect(try await auth.session.currentTokens == before, "a step-up challenge is not a refresh")
+        #expect(try oidc.browser.get("/_dev/counters").json?["refreshes"] == 0)
+    }
+
+    @Test("STEP-02..STEP-04: with an agent, one step-up for five concurrent calls, each retried once, then 200")
+    func automaticStepUp() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, agent) = try await Self.signedIn(oidc)
+        let client = auth.client(for: oidc.issuer, stepUpWith: agent)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<5 { group.addTask { try await client.send(.get("/protected")).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200, 200, 200])
+        #expect(agent.uses.value == 2, "the sign-in and one shared step-up")
+        let stored = try #require(try await auth.session.currentTokens)
+        #expect(try JWT.unverified(try #require(stored.idToken)).claims["acr"] == .string(DevServer.mfaACR))
+        // The request carried acr_values (STEP-02): the ID token could only say mfa after the second step.
+        #expect(oidc.oneTimeCodes.value.count == 1)
+    }
+
+    @Test("Step-up article: its snippets run as written against the dev server")
+    func article() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let issuer = oidc.issuer
+        let store = InMemoryTokenStore()
+        let agent = CountingAgent(harness: oidc)
+
+        let auth = try await OIDCAuth.configure(
+            issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback", store: store)
+        try await auth.signIn(with: agent)  // your AuthorizationUserAgent, e.g. WebAuthenticationSessionAgent
+        let api = auth.client(for: issuer, stepUpWith: agent)
+        let report = try await api.send(.get("/protected"))  // challenged, stepped up, retried: 200
+        #expect(report.status == 200)
+
+        #expect(try oidc.dev("/_dev/protected", ["acrValues": .null, "maxAge": 0]).status == 200)
+        oidc.clock.advance(by: 5)
+        do {
+            _ = try await auth.client(for: issuer).send(.get("/protected"))
+        } catch let error as AuthError where error.code == .stepUpRequired {
+            guard let challenge = error.stepUpChallenge else { throw error }
+            try await auth.stepUp(challenge, with: agent)  // then call again
+        }
+        #expect(try await auth.client(for: issuer).send(.get("/protected")).status == 200)
+        #expect(agent.uses.value == 3)
+    }
+
+    @Test("STEP-04: a resource that challenges again after the step-up is an error, never a loop")
+    func noLoop() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, _) = try await Self.signedIn(oidc)
+        let calls = LockedBox(0)
+        let client = AuthorizedClient(
+            session: auth.session, baseURL: oidc.issuer, stepUp: { _ in calls.mutate { $0 += 1 } })
+        do {
+            _ = try await client.send(.get("/protected"))
+            Issue.record("a second challenge was not an error")
+        } catch let error as AuthError {
+            #expect(error.code == .stepUpRequired && error.message.contains("after a step-up"))
+        }
+        #expect(calls.value == 1)
+    }
+
+    @Test("STEP-03: a weaker acr, a stale auth_time or another user is refused and the session kept")
+    func weakerAnswersRefused() async throws {
+        for mode in [RPTestMode.stepUpWeakerACR, .stepUpOldAuthTime] {
+            let oidc = try OIDCTestServer()
+            defer { oidc.stop() }
+            let (auth, agent) = try await Self.signedIn(oidc)
+            let before = try await auth.session.currentTokens
+            #expect(try oidc.dev("/_dev/rp-test", ["test": .string(mode.rawValue)]).status == 200)
+            let challenge =
+                mode == .stepUpWeakerACR
+                ? StepUpChallenge(acrValues: [DevServer.mfaACR]) : StepUpChallenge(maxAge: 300)
+            do {
+                try await auth.stepUp(challenge, with: agent)
+                Issue.record("\(mode.rawValue): the weaker answer was accepted")
+            } catch let error as AuthError {
+                #expect(error.code == .idTokenRejected, "\(mode.rawValue)")
+                #expect(error.reason == (mode == .stepUpWeakerACR ? "acr_not_met" : "auth_time_too_old"))
+            }
+            #expect(try await auth.session.currentTokens == before, "\(mode.rawValue): nothing stored")
+        }
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, agent) = try await Self.signedIn(oidc)
+        let before = try await auth.session.currentTokens
+        var bob = agent
+        bob.email = "bob@example.com"
+        bob.password = "battery-staple"
+        do {
+            try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: bob)
+            Issue.record("a step-up as another user replaced the session")
+        } catch let error as AuthError {
+            #expect(error.code == .idTokenRejected && error.reason == "subject_changed")
+        }
+        #expect(try await auth.session.currentTokens == before)
+    }
+
+    @Test("STEP-01: challenges are read strictly — other errors, other schemes, absurd max_age, control characters")
+    func parsing() {
+        func response(_ value: String, status: Int = 401) -> SesameHTTP.Response {
+            var headers = SesameHTTP.Headers()
+            headers.add("WWW-Authenticate", value)
+            return SesameHTTP.Response(status: status, headers: headers, body: Data())
+        }
+        let full = StepUpChallenge(
+            response(#"Bearer error="insufficient_user_authentication", acr_values="a b", max_age="30""#))
+        #expect(full?.acrValues == ["a", "b"] && full?.maxAge == 30)
+        let dpop = StepUpChallenge(
+            response(#"DPoP algs="ES256", error="insufficient_user_authentication", max_age="5""#))
+        #expect(dpop?.maxAge == 5 && dpop?.acrValues == [])
+        #expect(StepUpChallenge(response(#"Bearer error="invalid_token""#)) == nil)
+        #expect(StepUpChallenge(response(#"Basic error="insufficient_user_authentication""#)) == nil)
+        #expect(StepUpChallenge(response(#"Bearer error="insufficient_user_authentication""#, status: 403)) == nil)
+        let hostile = StepUpChallenge(
+            response(
+                "Bearer error=\"insufficient_user_authentication\", acr_values=\"ok \u{1B}[31mred\", max_age=\"-5\""))
+        #expect(hostile?.acrValues == ["ok"] && hostile?.maxAge == nil)
+        let huge = StepUpChallenge(
+            response(#"Bearer error="insufficient_user_authentication", max_age="99999999999999999999""#))
+        #expect(huge?.maxAge == nil)
+    }
+}
