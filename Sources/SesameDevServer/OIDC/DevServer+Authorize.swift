@@ -146,11 +146,7 @@ extension DevServer {
                 request, token: parameters.values["csrf"], purpose: "consent\n\(expiry)\n" + authorization.encoded,
                 session: session.token)
         else {
-            return SignInPage.response(
-                403,
-                SignInPage.message(
-                    title: "This form has expired",
-                    text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+            return SignInPage.expiredForm()
         }
         if parameters.values["action"] != "continue" {
             return redirect(authorization, error: OAuthFailure("access_denied", "the user did not continue"))
@@ -188,11 +184,7 @@ extension DevServer {
         case .failure(let rejection): return reject(rejection)
         }
         guard checkCSRF(request, token: parameters.values["csrf"], purpose: authorization.encoded) else {
-            return SignInPage.response(
-                403,
-                SignInPage.message(
-                    title: "This form has expired",
-                    text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+            return SignInPage.expiredForm()
         }
         if parameters.values["action"] == "cancel" {
             return redirect(authorization, error: OAuthFailure("access_denied", "the user cancelled the sign-in"))

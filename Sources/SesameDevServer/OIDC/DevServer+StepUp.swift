@@ -86,11 +86,7 @@ extension DevServer {
             checkCSRF(
                 request, token: parameters.values["csrf"], purpose: "second-step\n\(ticket)\n" + authorization.encoded)
         else {
-            return SignInPage.response(
-                403,
-                SignInPage.message(
-                    title: "This form has expired",
-                    text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+            return SignInPage.expiredForm()
         }
         if parameters.values["action"] == "cancel" {
             secondSteps.withLock { $0[ticket] = nil }

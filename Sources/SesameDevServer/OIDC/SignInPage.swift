@@ -257,6 +257,15 @@ enum SignInPage {
         """
     }
 
+    /// 403: a form whose CSRF token is not this browser's for this request (or has expired).
+    static func expiredForm() -> HTTPServerResponse {
+        response(
+            403,
+            message(
+                title: "This form has expired",
+                text: "It was not sent from this browser's sign-in page. Go back to the app and start again."))
+    }
+
     static func message(title: String, text: String) -> String {
         page(title: title, body: "<h1>\(escape(title))</h1>\n<p>\(escape(text))</p>")
     }
