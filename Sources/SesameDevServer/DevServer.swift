@@ -39,6 +39,8 @@ public final class DevServer: Sendable {
         var passwordBackOff = PasswordBackOff()
         /// What `/protected` requires (RFC 9470).
         var protectedRoute = ProtectedRoute()
+        /// Wrong one-time codes of the second step, per account, across its tickets: 10 in 5 minutes.
+        var secondStepFailures = FailureWindow(limit: 10, window: 300)
     }
 
     /// When this process started serving (server clock): proofs made before it may have been used already.
@@ -80,6 +82,9 @@ public final class DevServer: Sendable {
         if let clash = configuration.clients.first(where: { $0.id == RegisteredClient.sesameCLI.id }) {
             throw DevServerError("the client ID \(clash.id) is built in; register yours under another ID")
         }
+        guard configuration.protectedRoute.acrValues.allSatisfy(Self.isACRName),
+            configuration.protectedRoute.acrValues.count <= 10
+        else { throw DevServerError("protectedRoute: up to 10 acr values of visible ASCII, no quote or backslash") }
         let ids = configuration.clients.map(\.id)
         guard Set(ids).count == ids.count else { throw DevServerError("a client ID is registered twice") }
         self.configuration = configuration
@@ -317,6 +322,7 @@ public final class DevServer: Sendable {
         router.add("GET", "/protected") { [self] in protectedResource($0) }
         router.add("POST", "/protected") { [self] in protectedResource($0) }
         router.add("POST", "/_dev/protected") { [self] in setProtectedRoute($0) }
+        router.add("GET", "/_dev/protected") { [self] _ in protectedRouteDescription() }
         router.add("GET", "/_dev/debugger") { [self] _ in debugger() }
         router.add("GET", "/_dev/rp-tests") { [self] _ in listRPTests() }
         router.add("POST", "/_dev/rp-test") { [self] in setRPTest($0) }

@@ -9,17 +9,22 @@ import Testing
     func stepUpFromTheCommandLine() throws {
         let workspace = try OIDCLoginCommandTests.Workspace(logging: true)
         defer { workspace.stop() }
-        try workspace.signIn([])
+        try workspace.signIn(["--dpop", "--scope", "openid offline_access", "--resource", "http://127.0.0.1:9"])
         let refused = try CLIRunner.run(["request", "/protected"], environment: workspace.environment)
         #expect(refused.status == 1, "\(refused.stderr)")
         let issuer = workspace.server.base.absoluteString
+        // The profile's own options come back, so following the hint keeps DPoP, the scopes and the origins.
         let command =
-            "sesame login --issuer \(issuer) --client-id sesame-cli --acr-values urn:sesame:acr:mfa"
+            "sesame login --issuer \(issuer) --client-id sesame-cli --scope 'openid offline_access' --dpop "
+            + "--resource http://127.0.0.1:9 --acr-values urn:sesame:acr:mfa"
         #expect(
             refused.stderr.contains("error: step_up_required: ") && refused.stderr.contains(command),
             "\(refused.stderr)")
 
-        let (login, url) = try workspace.startLogin(["--no-browser", "--acr-values", "urn:sesame:acr:mfa"])
+        let (login, url) = try workspace.startLogin([
+            "--no-browser", "--dpop", "--scope", "openid offline_access", "--resource", "http://127.0.0.1:9",
+            "--acr-values", "urn:sesame:acr:mfa",
+        ])
         let components = try #require(URLComponents(string: url))
         // (The URL names a pushed request: the acr_values went to /par; the second step below shows they arrived.)
         let browser = TestBrowser(port: workspace.server.base.port ?? 0)

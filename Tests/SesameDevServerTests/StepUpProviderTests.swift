@@ -117,12 +117,88 @@ import Testing
         let old = try Self.protected(oidc, tokens["access_token"].string)
         #expect(old.status == 401 && old.header("WWW-Authenticate")?.contains("max_age=\"60\"") == true)
         #expect(old.header("WWW-Authenticate")?.contains("acr_values") == false)
-        for bad: JOSEValue in [["maxAge": -1], ["maxAge": 1.5], ["acrValues": "x"], ["acrValues": [""]]] {
+        #expect(try oidc.browser.get("/_dev/protected").json == ["acrValues": [], "maxAge": 60])
+        for bad: JOSEValue in [
+            ["maxAge": -1], ["maxAge": 1.5], ["acrValues": "x"], ["acrValues": [""]], ["max_age": 60],
+        ] {
             #expect(try oidc.dev("/_dev/protected", bad).status == 400, "\(bad)")
         }
         // An unknown token is invalid_token, not a step-up.
         let unknown = try Self.protected(oidc, "nonsense")
         #expect(unknown.status == 401 && unknown.header("WWW-Authenticate")?.contains("invalid_token") == true)
+    }
+
+    @Test(
+        "an attacker pass: absurd auth_time never crashes /protected; tickets and wrong codes are limited per account")
+    func hostile() throws {
+        let oidc = try OIDCTestServer { $0.rememberBrowser = false }
+        defer { oidc.stop() }
+        let tokens = try Self.tokens(oidc)
+        let claims = try JWT.unverified(tokens["access_token"].string).claims
+        let gid = try #require(claims["gid"])
+        let sub = try #require(claims["sub"])
+        #expect(try oidc.dev("/_dev/protected", ["acrValues": .null, "maxAge": 60]).status == 200)
+        for authTime: JOSEValue in [1e300, -9.2e18, 4_000_000_000, "x"] {
+            let minted = try #require(
+                try oidc.dev("/_dev/token", ["sub": sub, "claims": ["gid": gid, "auth_time": authTime]]).json)
+            let page = try Self.protected(oidc, minted["access_token"].string)
+            #expect(page.status == 401, "\(authTime)")
+        }
+        #expect(try oidc.browser.get("/jwks").status == 200, "still serving")
+        for bad: JOSEValue in [
+            ["acrValues": ["a\"b"]], ["acrValues": ["a b"]], ["acrValues": ["a\r\nX: y"]],
+            ["acrValues": [.string(String(repeating: "a", count: 300))]],
+        ] {
+            #expect(try oidc.dev("/_dev/protected", bad).status == 400, "\(bad)")
+        }
+
+        // Many sign-ins of one account keep 3 tickets; guesses count per account across them.
+        let pairs = oidc.parameters(OIDCTestServer.PKCE(), scope: "openid", ["acr_values": Self.mfa])
+        var pages: [TestBrowser.Page] = []
+        for _ in 0..<6 {
+            pages.append(
+                try oidc.browser.post(
+                    "/authorize",
+                    form: try oidc.authorize(pairs).hiddenFields() + [
+                        ("email", OIDCTestServer.email), ("password", OIDCTestServer.password),
+                    ]))
+        }
+        #expect(oidc.server.secondSteps.withLock { $0.count } == 3)
+        var guesses = 0
+        for page in pages.suffix(3) {
+            var current = page
+            for _ in 0..<4 {
+                current = try oidc.secondStep(
+                    current, code: "999999" == oidc.oneTimeCodes.value.last ? "888888" : "999999")
+                guesses += 1
+            }
+        }
+        #expect(guesses == 12)
+        let locked = try oidc.secondStep(pages[5])
+        #expect(
+            locked.redirectParameters["error"] == "access_denied",
+            "the right code after 10 wrong ones: \(locked.status) \(locked.body.prefix(400))")
+        // Another account is not locked out.
+        let bob = try oidc.browser.post(
+            "/authorize",
+            form: try oidc.authorize(pairs).hiddenFields() + [
+                ("email", "bob@example.com"), ("password", "battery-staple"),
+            ])
+        #expect(try oidc.secondStep(bob).redirectParameters["code"] != nil)
+    }
+
+    @Test("the dev panel cannot set amr or acr; with the dev endpoints off sign_in_as skips nothing")
+    func devPanel() throws {
+        let quiet = try OIDCTestServer { $0.devEndpoints = false }
+        defer { quiet.stop() }
+        let pairs = quiet.parameters(OIDCTestServer.PKCE(), scope: "openid", ["acr_values": Self.mfa])
+        let page = try quiet.browser.post(
+            "/authorize",
+            form: try quiet.authorize(pairs).hiddenFields() + [
+                ("email", OIDCTestServer.email), ("password", OIDCTestServer.password), ("sign_in_as", "x"),
+            ])
+        #expect(OIDCTestServer.isSecondStep(page))
+        #expect(DevServer.reservedClaims.isSuperset(of: ["acr", "amr"]))
     }
 
     @Test("RP test modes: a weaker acr after a step-up, a 30-day-old auth_time")

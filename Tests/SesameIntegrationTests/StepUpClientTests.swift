@@ -76,15 +76,17 @@ import Testing
 
     @Test("Step-up article: its snippets run as written against the dev server")
     func article() async throws {
-        let oidc = try OIDCTestServer()
+        let oidc = try OIDCTestServer {
+            $0.clients = [RegisteredClient(id: "my-app", redirectURIs: ["com.example.app:/oauth"])]
+        }
         defer { oidc.stop() }
         let issuer = oidc.issuer
         let store = InMemoryTokenStore()
         let agent = CountingAgent(harness: oidc)
 
         let auth = try await OIDCAuth.configure(
-            issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback", store: store)
-        try await auth.signIn(with: agent)  // your AuthorizationUserAgent, e.g. WebAuthenticationSessionAgent
+            issuer: issuer, clientID: "my-app", redirectURI: "com.example.app:/oauth", store: store)
+        try await auth.signIn(with: agent)  // SesameApple's WebAuthenticationSessionAgent(anchor:), or yours
         let api = auth.client(for: issuer, stepUpWith: agent)
         let report = try await api.send(.get("/protected"))  // challenged, stepped up, retried: 200
         #expect(report.status == 200)
@@ -99,6 +101,24 @@ import Testing
         }
         #expect(try await auth.client(for: issuer).send(.get("/protected")).status == 200)
         #expect(agent.uses.value == 3)
+
+        // The handler of your own, on another user's fresh session that needs the second step.
+        #expect(try oidc.dev("/_dev/protected", ["acrValues": [.string(DevServer.mfaACR)]]).status == 200)
+        let asked = LockedBox(0)
+        @Sendable func confirmStepUp(_ challenge: StepUpChallenge) async -> Bool {
+            asked.mutate { $0 += 1 }
+            return true
+        }
+        let other = try await OIDCAuth.configure(
+            issuer: issuer, clientID: "my-app", redirectURI: "com.example.app:/oauth", store: InMemoryTokenStore())
+        try await other.signIn(with: agent)
+        let auth2 = other
+        let api2 = AuthorizedClient(session: auth2.session, baseURL: issuer) { challenge in
+            guard await confirmStepUp(challenge) else { throw CancellationError() }  // your @MainActor prompt
+            try await auth2.stepUp(challenge, with: agent)
+        }
+        #expect(try await api2.send(.get("/protected")).status == 200)
+        #expect(agent.uses.value == 5 && asked.value == 1)
     }
 
     @Test("STEP-04: a resource that challenges again after the step-up is an error, never a loop")
@@ -154,6 +174,97 @@ import Testing
         #expect(try await auth.session.currentTokens == before)
     }
 
+    /// An agent that waits until cancelled, recording how many sign-ins ran at once.
+    struct BlockingAgent: AuthorizationUserAgent {
+        let entered = LockedBox(0)
+        let active = LockedBox(0)
+        let mostAtOnce = LockedBox(0)
+        let cancelled = LockedBox(0)
+        func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+            entered.mutate { $0 += 1 }
+            active.mutate { $0 += 1 }
+            let now = active.value
+            mostAtOnce.mutate { $0 = max($0, now) }
+            defer { active.mutate { $0 -= 1 } }
+            do {
+                try await Task.sleep(nanoseconds: 3_600_000_000_000)
+            } catch {
+                cancelled.mutate { $0 += 1 }
+                throw error
+            }
+            throw HarnessError("not reached")
+        }
+    }
+
+    /// Waits (yielding, no sleep) until `condition` holds.
+    static func until(_ condition: () -> Bool) async {
+        while !condition() { await Task.yield() }
+    }
+
+    @Test(
+        "step-ups: one sheet at a time across requirements, a cancelled caller cancels the sign-in, no session no step-up"
+    )
+    func coordination() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, _) = try await Self.signedIn(oidc)
+        let agent = BlockingAgent()
+        let first = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
+        let second = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
+        await Self.until { agent.entered.value == 1 }
+        first.cancel()
+        await Self.until { agent.entered.value == 2 }
+        second.cancel()
+        for task in [first, second] {
+            do {
+                _ = try await task.value
+                Issue.record("a cancelled step-up finished")
+            } catch {
+                #expect(error is CancellationError || (error as? AuthError)?.code == .cancelled, "\(error)")
+            }
+        }
+        #expect(agent.mostAtOnce.value == 1, "one sign-in sheet at a time")
+        #expect(agent.cancelled.value == 2, "the agent saw each cancellation")
+
+        let empty = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+        do {
+            try await empty.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent)
+            Issue.record("a step-up without a session signed in")
+        } catch let error as AuthError {
+            #expect(error.code == .notSignedIn)
+        }
+        // Without an ID token there is no user to compare: no step-up.
+        let noOpenID = OIDCAuth(
+            provider: try await oidc.provider(scopes: ["offline_access"]), store: InMemoryTokenStore())
+        try await noOpenID.signIn(with: FormUserAgent(harness: oidc))
+        do {
+            try await noOpenID.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent)
+            Issue.record("a step-up without an ID token went ahead")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration && error.message.contains("openid"))
+        }
+        let built = AuthError.stepUpRequired(StepUpChallenge(maxAge: 5))
+        #expect(built.code == .stepUpRequired && built.stepUpChallenge?.maxAge == 5 && built.statusCode == 401)
+    }
+
+    @Test("a caller right after a step-up uses its result; a max_age step-up keeps the stronger acr")
+    func reuseAndKeepACR() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, agent) = try await Self.signedIn(oidc)
+        let mfa = StepUpChallenge(acrValues: [DevServer.mfaACR])
+        let stepped = try await auth.stepUp(mfa, with: agent)
+        #expect(try await auth.stepUp(mfa, with: agent) == stepped && agent.uses.value == 2, "reused")
+        oidc.clock.advance(by: 10)
+        let recent = try await auth.stepUp(StepUpChallenge(maxAge: 5), with: agent)
+        #expect(agent.uses.value == 3 && oidc.oneTimeCodes.value.count == 2, "the second step again")
+        #expect(try JWT.unverified(try #require(recent.idToken)).claims["acr"] == .string(DevServer.mfaACR))
+        // The same max_age much later is not met by the old result: a new sign-in.
+        oidc.clock.advance(by: 10)
+        _ = try await auth.stepUp(StepUpChallenge(maxAge: 5), with: agent)
+        #expect(agent.uses.value == 4)
+    }
+
     @Test("STEP-01: challenges are read strictly — other errors, other schemes, absurd max_age, control characters")
     func parsing() {
         func response(_ value: String, status: Int = 401) -> SesameHTTP.Response {
@@ -174,6 +285,11 @@ import Testing
             response(
                 "Bearer error=\"insufficient_user_authentication\", acr_values=\"ok \u{1B}[31mred\", max_age=\"-5\""))
         #expect(hostile?.acrValues == ["ok"] && hostile?.maxAge == nil)
+        let spoofed = StepUpChallenge(
+            response(
+                "Bearer error=\"insufficient_user_authentication\", acr_values=\"x\u{A0}),\u{A0}run\u{A0}this ok a\\\"b\""
+            ))
+        #expect(spoofed?.acrValues == ["ok"], "no look-alike spaces, quotes or backslashes")
         let huge = StepUpChallenge(
             response(#"Bearer error="insufficient_user_authentication", max_age="99999999999999999999""#))
         #expect(huge?.maxAge == nil)

@@ -104,6 +104,18 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         self.serverResponse = serverResponse
     }
 
+    /// A ``Code/stepUpRequired`` error carrying `challenge`, as ``AuthorizedClient`` throws it (for an app's tests
+    /// of its step-up handling).
+    public static func stepUpRequired(_ challenge: StepUpChallenge, statusCode: Int = 401, message: String? = nil)
+        -> AuthError
+    {
+        var error = AuthError(
+            .stepUpRequired, message ?? "the resource wants a stronger or more recent sign-in (\(challenge))",
+            statusCode: statusCode)
+        error.stepUpChallenge = challenge
+        return error
+    }
+
     /// Whether retrying later may succeed (network, 5xx, 408, 429, store unavailable).
     ///
     /// Credentials are kept.

@@ -130,14 +130,10 @@ public struct AuthorizedClient: Sendable {
     static func stepUpRequired(_ challenge: StepUpChallenge, _ response: SesameHTTP.Response, afterStepUp: Bool)
         -> AuthError
     {
-        var error = AuthError(
-            .stepUpRequired,
-            afterStepUp
-                ? "the resource still wants a stronger or more recent sign-in after a step-up (\(challenge))"
-                : "the resource wants a stronger or more recent sign-in (\(challenge))",
-            statusCode: response.status)
-        error.stepUpChallenge = challenge
-        return error
+        AuthError.stepUpRequired(
+            challenge, statusCode: response.status,
+            message: afterStepUp
+                ? "the resource still wants a stronger or more recent sign-in after a step-up (\(challenge))" : nil)
     }
 
     /// The exchange across its redirects, and whether its last request carried the session's credentials.

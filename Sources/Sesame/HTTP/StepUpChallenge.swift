@@ -13,7 +13,8 @@ internal import SesameJOSE
 /// do {
 ///     let report: Report = try await client.get("/reports/2026")
 /// } catch let error as AuthError where error.code == .stepUpRequired {
-///     try await auth.stepUp(error.stepUpChallenge!, with: agent)  // then call again
+///     guard let challenge = error.stepUpChallenge else { throw error }
+///     try await auth.stepUp(challenge, with: agent)  // then call again
 /// }
 /// ```
 public struct StepUpChallenge: Sendable, Hashable, CustomStringConvertible {
@@ -45,7 +46,11 @@ public struct StepUpChallenge: Sendable, Hashable, CustomStringConvertible {
             })
         else { return nil }
         let values = (challenge["acr_values"] ?? "").split(separator: " ").prefix(10).map(String.init)
-        acrValues = values.filter { $0.utf8.count <= 256 && PrintableText.isClean($0) }
+        // RFC 6749's NQCHAR, no space: visible ASCII without a quote or backslash (nothing a message could be
+        // made to say with look-alike spaces or quotes).
+        acrValues = values.filter { value in
+            value.utf8.count <= 256 && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
+        }
         if let text = challenge["max_age"], let seconds = Int(text), (0...10 * 365 * 86400).contains(seconds) {
             maxAge = TimeInterval(seconds)
         } else {

@@ -191,7 +191,12 @@ public struct IDTokenValidator: Sendable {
         if let wanted = expectations.acrValues, !wanted.isEmpty {
             // A weaker answer than asked for is refused, not stored (OIDC Core §3.1.3.7 (12), RFC 9470 §4).
             guard let acr = claims["acr"]?.stringValue, wanted.contains(where: { ByteExact.equals($0, acr) }) else {
-                throw Self.rejection("acr_not_met", "the ID token's acr is not one of the acr_values requested")
+                let stated =
+                    claims["acr"]?.stringValue.map { "acr \(PrintableText.sanitized($0, limit: 100))" } ?? "no acr"
+                throw Self.rejection(
+                    "acr_not_met",
+                    "the ID token has \(stated), not one of the acr_values requested "
+                        + "(\(PrintableText.sanitized(wanted.joined(separator: " "), limit: 200)))")
             }
         }
         if let original = expectations.original {

@@ -35,8 +35,8 @@ public final class OIDCAuth: Sendable {
     public let provider: OIDCAuthProvider
     /// The session: state, events, tokens; give it to an ``AuthorizedClient`` or an ``AuthState``.
     public let session: AuthSession
-    /// The step-up in progress, which every concurrent caller with the same challenge joins.
-    private let stepUpInFlight = LockedValue<(challenge: StepUpChallenge, task: Task<TokenSet, any Error>)?>(nil)
+    /// Step-ups: one at a time, shared by callers with the same requirements (``stepUp(_:with:)``).
+    let stepUps = StepUpCoordinator()
 
     /// A facade over `provider`, keeping credentials in `store` under `profile`; the session keeps the provider's
     /// time source.
@@ -243,52 +243,6 @@ public final class OIDCAuth: Sendable {
             session: session, baseURL: baseURL, additionalOrigins: additionalOrigins, stepUp: handler)
     }
 
-    /// Signs in again as a resource's step-up challenge asks (RFC 9470): the authorization request carries its
-    /// `acr_values` and `max_age`, the new ID token must answer them (its `acr` one of the values, its `auth_time`
-    /// within `max_age`: catalog STEP-03) and name the same user as the session's, and then the new credentials
-    /// replace the session's.
-    ///
-    /// Concurrent callers with the same challenge share one step-up (one sign-in page, not one per call). Retry the
-    /// call that was challenged once afterwards; ``AuthorizedClient`` does so itself when made with
-    /// ``client(for:additionalOrigins:stepUpWith:)``.
-    ///
-    /// - Returns: the new credentials.
-    /// - Throws: ``AuthError`` — ``AuthError/Code/idTokenRejected`` with reason `acr_not_met`, `auth_time_too_old`
-    ///   or `subject_changed` (a weaker answer, or another user: nothing is stored), ``AuthError/Code/cancelled``,
-    ///   the sign-in's other errors.
-    @discardableResult
-    public func stepUp(_ challenge: StepUpChallenge, with agent: some AuthorizationUserAgent) async throws -> TokenSet {
-        let task = stepUpInFlight.withLock { current -> Task<TokenSet, any Error> in
-            if let current, current.challenge == challenge { return current.task }
-            let task = Task { try await self.performStepUp(challenge, with: agent) }
-            current = (challenge, task)
-            return task
-        }
-        defer { stepUpInFlight.withLock { current in if current?.task == task { current = nil } } }
-        return try await task.value
-    }
-
-    private func performStepUp(_ challenge: StepUpChallenge, with agent: some AuthorizationUserAgent) async throws
-        -> TokenSet
-    {
-        let before = try? await session.currentTokens
-        let options = AuthorizationOptions(
-            maxAge: challenge.maxAge, acrValues: challenge.acrValues.isEmpty ? nil : challenge.acrValues)
-        let pending = try await provider.authorizationRequest(options)
-        let redirect = try await agent.authorize(
-            url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
-        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
-        // The step-up is for the signed-in user: an answer for anyone else replaces nothing.
-        if let old = before?.idToken.flatMap({ try? JWT.unverified($0).claims.subject }),
-            let new = tokens.idToken.flatMap({ try? JWT.unverified($0).claims.subject }), !ByteExact.equals(old, new)
-        {
-            var error = AuthError(.idTokenRejected, "the step-up signed in another user than the session's")
-            error.reason = "subject_changed"
-            throw error
-        }
-        try await session.signIn(with: tokens)
-        return tokens
-    }
 }
 
 /// The facade's earlier name.

@@ -198,7 +198,7 @@ extension DevServer {
                     return signInForm(
                         request, authorization, email: nil, error: "The extra claims must be a JSON object.")
                 }
-                let kept = object.filter { !Self.protocolClaims.contains($0.name) }
+                let kept = object.filter { !Self.reservedClaims.contains($0.name) }
                 var filtered = JOSEObject()
                 for member in kept { filtered[member.name] = member.value }
                 claims = JOSEValue.object(filtered).jsonString
@@ -232,7 +232,8 @@ extension DevServer {
         }
         state.withLock { $0.counters.logins += 1 }
         // A password is not enough for a stronger acr: the second step first (the dev panel skips it).
-        if parameters["sign_in_as"] == nil, !ByteExact.equals(wantedACR(authorization), Self.passwordACR) {
+        let devPanel = parameters["sign_in_as"] != nil && configuration.devEndpoints
+        if !devPanel, !ByteExact.equals(wantedACR(authorization), Self.passwordACR) {
             var page = secondStepPage(request, authorization, user: user, authTime: authTime)
             for set in setSession + setKnown { page.headers.add("Set-Cookie", set) }
             return page

@@ -26,6 +26,15 @@ extension DevServer {
         let expiry: Int64
         let request: String
         var attempts = 0
+        /// Creation order (a monotonic clock: several steps may start in the same server second).
+        let created = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// An `acr` value that can go into a challenge's quoted string as it is: 1 to 256 of RFC 6749's NQCHAR
+    /// without a space (visible ASCII but `"` and `\`).
+    static func isACRName(_ name: String) -> Bool {
+        (1...256).contains(name.utf8.count)
+            && name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
     }
 
     /// The class a request asks for: the first value of its `acr` request (from `acr_values` or `claims`) this
@@ -54,9 +63,15 @@ extension DevServer {
             let step = SecondStep(
                 user: user, authTime: authTime, codeHash: JOSECrypto.sha256(Array(code.utf8)),
                 expiry: now + Self.secondStepTTL, request: authorization.encoded)
+            let time = now
             let kept = secondSteps.withLock { steps -> Bool in
-                let time = now
                 if steps.count >= 1000 { steps = steps.filter { $0.value.expiry > time } }
+                // At most 3 open second steps per account (the oldest goes): one account cannot fill the table,
+                // and restarting the step cannot multiply the tries (those are counted per account too).
+                let mine = steps.filter { ByteExact.equals($0.value.user.id, user.id) }.sorted {
+                    $0.value.created < $1.value.created
+                }
+                for old in mine.dropLast(2) { steps[old.key] = nil }
                 guard steps.count < 1000 else { return false }
                 steps[ticket] = step
                 return true
@@ -94,6 +109,14 @@ extension DevServer {
         }
         let code = Array((parameters.values["otp"] ?? "").filter { !$0.isWhitespace }.utf8)
         let time = now
+        if let owner = secondSteps.withLock({ $0[ticket]?.user.id }),
+            state.withLock({ $0.secondStepFailures.isOver(owner, now: time) })
+        {
+            return redirect(
+                authorization,
+                error: OAuthFailure(
+                    "access_denied", "too many wrong one-time codes for this account; wait a few minutes"))
+        }
         enum Outcome {
             case passed(SecondStep)
             case wrong(SecondStep)
@@ -110,6 +133,8 @@ extension DevServer {
                 return .passed(step)
             }
             step.attempts += 1
+            let owner = step.user.id
+            self.state.withLock { $0.secondStepFailures.record(owner, now: time) }
             steps[ticket] = step.attempts >= Self.secondStepAttempts ? nil : step
             return step.attempts >= Self.secondStepAttempts ? .gone : .wrong(step)
         }
@@ -156,9 +181,16 @@ extension DevServer {
         }
         let required = state.withLock { $0.protectedRoute }
         let acr = claims["acr"]?.stringValue ?? Self.passwordACR
-        let authTime = claims["auth_time"]?.doubleValue.map { Int64($0) } ?? 0
+        // A token minted with any claims (/_dev/token) must not crash the check: an auth_time that is no whole
+        // number in range, or in the future, is no recent sign-in.
+        let authTime = claims["auth_time"]?.doubleValue.flatMap { Int64(exactly: $0.rounded(.down)) }
         let strong = required.acrValues.isEmpty || required.acrValues.contains { ByteExact.equals($0, acr) }
-        let recent = required.maxAge.map { now - authTime <= $0 } ?? true
+        let recent =
+            required.maxAge.map { maxAge in
+                guard let authTime, authTime <= now else { return false }
+                let (age, overflow) = now.subtractingReportingOverflow(authTime)
+                return !overflow && age <= maxAge
+            } ?? true
         guard strong, recent else {
             var parameters = [
                 "error=\"insufficient_user_authentication\"",
@@ -178,20 +210,31 @@ extension DevServer {
         return .json(
             200,
             JOSEValue.object([
-                "sub": .string(grant.user.id), "acr": .string(acr), "auth_time": .integer(authTime),
+                "sub": .string(grant.user.id), "acr": .string(acr), "auth_time": authTime.map { .integer($0) } ?? .null,
             ]).jsonData)
     }
 
     /// `POST /_dev/protected {"acrValues": [..]|null, "maxAge": N|null}`: what `/protected` requires from now on.
+    ///
+    /// The body replaces the whole requirement (a member left out is no requirement); another member is a 400.
     func setProtectedRoute(_ request: HTTPServerRequest) -> HTTPServerResponse {
         Self.withJSONBody(request) { body in
+            if let unknown = body.first(where: { !["acrValues", "maxAge"].contains($0.name) }) {
+                return Self.error(
+                    400, "invalid_request",
+                    "unknown member \(PrintableTextForPage.short(unknown.name)): acrValues, maxAge")
+            }
             var route = ProtectedRoute(acrValues: [], maxAge: nil)
             switch body["acrValues"] {
             case nil, .null?: break
             case .array(let values)?
-            where values.allSatisfy({ $0.stringValue?.isEmpty == false }) && values.count <= 10:
+            where values.count <= 10 && values.allSatisfy({ $0.stringValue.map(Self.isACRName) == true }):
                 route.acrValues = values.compactMap(\.stringValue)
-            default: return Self.error(400, "invalid_request", "acrValues is a list of up to 10 names, or null")
+            default:
+                return Self.error(
+                    400, "invalid_request",
+                    "acrValues is a list of up to 10 names (1 to 256 visible ASCII characters, no quote, backslash or space), or null"
+                )
             }
             switch body["maxAge"] {
             case nil, .null?: break
@@ -202,12 +245,18 @@ extension DevServer {
                 route.maxAge = Int64(seconds)
             }
             state.withLock { $0.protectedRoute = route }
-            return .json(
-                200,
-                JOSEValue.object([
-                    "acrValues": .array(route.acrValues.map(JOSEValue.string)),
-                    "maxAge": route.maxAge.map { .integer($0) } ?? .null,
-                ]).jsonData)
+            return protectedRouteDescription()
         }
+    }
+
+    /// `GET /_dev/protected`: the current requirement.
+    func protectedRouteDescription() -> HTTPServerResponse {
+        let route = state.withLock { $0.protectedRoute }
+        return .json(
+            200,
+            JOSEValue.object([
+                "acrValues": .array(route.acrValues.map(JOSEValue.string)),
+                "maxAge": route.maxAge.map { .integer($0) } ?? .null,
+            ]).jsonData)
     }
 }

@@ -38,9 +38,15 @@ struct RequestCommand: SesameCommand {
 
     /// A step-up challenge (RFC 9470) as an error that names what the resource wants and the command that gets it.
     static func stepUp(_ challenge: StepUpChallenge, context: SessionContext) -> CLIError {
+        // The profile's own options again (a login replaces the profile's settings with what it is given).
         var command = "sesame login"
         if let oidc = context.settings.oidc {
             command += " --issuer \(shellQuoted(context.settings.baseURL)) --client-id \(shellQuoted(oidc.clientID))"
+            if oidc.scopes.joined(separator: " ") != OIDCLoginFlow.defaultScope {
+                command += " --scope \(shellQuoted(oidc.scopes.joined(separator: " ")))"
+            }
+            if oidc.dpop == true { command += " --dpop" }
+            for origin in context.settings.origins { command += " --resource \(shellQuoted(origin))" }
         }
         if !challenge.acrValues.isEmpty {
             command += " --acr-values \(shellQuoted(challenge.acrValues.joined(separator: " ")))"

@@ -19,6 +19,10 @@ struct ServeCommand: SesameCommand {
         /device_authorization + /device, /par, /jwks). NOT a production identity provider.
         It prints its issuer URL on stdout when ready; Ctrl-C stops it cleanly.
 
+        STEP-UP (RFC 9470): GET /protected answers 401 insufficient_user_authentication with acr_values/max_age
+        until the token's acr and auth_time satisfy it; acr_values=urn:sesame:acr:mfa adds a second step to the
+        sign-in: a one-time code this server writes to stderr (a development stand-in for MFA).
+
         OPENID CONNECT: the public client sesame-cli accepts any loopback redirect URI (http://127.0.0.1:PORT/...,
         http://[::1]:PORT/...) and the device grant; --client adds clients with registered redirect URIs (which are
         also their post-logout URIs; a loopback one matches on any port). A refresh token is issued only with the
@@ -40,6 +44,8 @@ struct ServeCommand: SesameCommand {
           GET  /_dev/rp-tests                the RP test modes, with what a conforming client must do
           POST /_dev/rp-test                 {"test": NAME|null} (as --rp-test)
           GET  /_dev/debugger                a page with the last tokens issued, decoded, and the RP test modes
+          GET|POST /_dev/protected           what GET /protected requires: {"acrValues": [...], "maxAge": N} (the
+                                             whole requirement; default: the second step, urn:sesame:acr:mfa)
           The sign-in page also shows a "sign in as…" panel listing users, with extra ID-token claims.
 
         CONFIGURATION FILE (--config): {"users": [{"email","password","sub"?,"claims"?}],
