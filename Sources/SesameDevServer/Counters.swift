@@ -21,6 +21,8 @@ struct Counters: Sendable {
     var passwordChecks = 0
     /// Clients registered at `/connect/register` (RFC 7591).
     var clientRegistrations = 0
+    /// Token exchanges granted (RFC 8693).
+    var tokenExchanges = 0
 
     var jsonValue: JOSEValue {
         var requestCounts = JOSEObject()
@@ -36,6 +38,7 @@ struct Counters: Sendable {
             "revocations": .integer(Int64(revocations)), "endSessions": .integer(Int64(endSessions)),
             "passwordChecks": .integer(Int64(passwordChecks)),
             "clientRegistrations": .integer(Int64(clientRegistrations)),
+            "tokenExchanges": .integer(Int64(tokenExchanges)),
         ]
     }
 }

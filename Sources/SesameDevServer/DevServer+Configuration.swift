@@ -85,6 +85,9 @@ extension DevServer {
         /// Default 12 hours.
         public var browserSessionTTL: Int64 = 12 * 3600
 
+        /// The audiences (or resources) the built-in `sesame-cli` may exchange its access tokens for (RFC 8693);
+        /// other clients name theirs in ``RegisteredClient/exchangeAudiences``.
+        public var exchangeAudiences: [String] = []
         /// What the protected test route `/protected` requires (RFC 9470 step-up): by default the second step
         /// (`urn:sesame:acr:mfa`), at any age.
         public var protectedRoute = ProtectedRoute()

@@ -119,7 +119,7 @@ extension DevServer.Configuration {
     private static func client(_ value: JOSEValue, at path: String) throws -> RegisteredClient {
         let members = [
             "client_id", "redirect_uris", "post_logout_redirect_uris", "id_token_signed_response_alg", "grant_types",
-            "claims",
+            "claims", "exchange_audiences",
         ]
         if let unknown = value.objectValue?.first(where: { !members.contains($0.name) }) {
             throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
@@ -147,6 +147,13 @@ extension DevServer.Configuration {
         var client = RegisteredClient(
             id: id, redirectURIs: uris, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: logout,
             claims: claims)
+        if let value = object["exchange_audiences"] {
+            guard let audiences = value.arrayValue?.compactMap(\.stringValue),
+                audiences.count == value.arrayValue?.count,
+                audiences.count <= 20, audiences.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 })
+            else { throw DevServerError("\(path).exchange_audiences: a list of up to 20 audience or resource URIs") }
+            client.exchangeAudiences = audiences
+        }
         if let value = object["grant_types"] {
             guard let grants = value.arrayValue?.compactMap(\.stringValue), grants.count == value.arrayValue?.count,
                 let known = RegisteredClient.grantTypes(grants)

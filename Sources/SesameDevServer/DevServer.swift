@@ -89,7 +89,8 @@ public final class DevServer: Sendable {
         guard Set(ids).count == ids.count else { throw DevServerError("a client ID is registered twice") }
         self.configuration = configuration
         self.pathPrefix = pathPrefix
-        registeredClients = LockedValue(Self.registry(configuration.clients))
+        registeredClients = LockedValue(
+            Self.registry(configuration.clients, cliExchangeAudiences: configuration.exchangeAudiences))
         children = try Self.children(of: configuration)
         var profiles: [String: JOSEObject] = [:]
         for user in configuration.seededUsers { profiles[Self.normalize(email: user.email)] = JOSEObject(user.claims) }

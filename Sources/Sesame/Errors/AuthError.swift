@@ -77,6 +77,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         ///
         /// ``AuthError/stepUpChallenge`` says what it wants; ``OIDCAuth/stepUp(_:with:)`` signs in that way.
         public static let stepUpRequired = Code(rawValue: "step_up_required")
+        /// The provider refused a token exchange (RFC 8693) with an OAuth error (see ``AuthError/serverResponse``:
+        /// `invalid_target` when the client may not get tokens for that audience or resource).
+        public static let exchangeRejected = Code(rawValue: "exchange_rejected")
     }
 
     /// The code.

@@ -27,6 +27,9 @@ public struct AuthorizedClient: Sendable {
     /// An authenticator given at creation for the session's credentials (``Authorization/session``) in place of
     /// the provider's scheme; nil to use the provider's.
     public let dpop: DPoPAuthenticator?
+    /// An authenticator given at creation in place of the session's scheme for ``Authorization/session`` (an
+    /// exchanged token's, ``OIDCAuth/client(exchangingFor:baseURL:scope:)``); nil for the session's own.
+    public let scheme: (any Authenticator)?
     /// What satisfies a step-up challenge (RFC 9470) before the call is retried once; nil throws
     /// ``AuthError/Code/stepUpRequired`` instead.
     public let stepUp: StepUpHandler?
@@ -60,6 +63,8 @@ public struct AuthorizedClient: Sendable {
     ///     ``OIDCAuthProvider`` with a DPoP key already supplies one; see ``AuthProvider/credentialScheme``).
     ///   - stepUp: signs in again when a resource asks for a stronger or more recent sign-in (RFC 9470); the call
     ///     is then retried once (``OIDCAuth/client(for:additionalOrigins:stepUpWith:)`` makes one).
+    ///   - scheme: the authenticator of ``Authorization/session`` requests in place of the session's (which then
+    ///     are neither refreshed nor stepped up by this client).
     public init(
         session: AuthSession,
         baseURL: URL,
@@ -68,8 +73,10 @@ public struct AuthorizedClient: Sendable {
         transport: any HTTPTransport = SesameHTTP.platformTransport,
         decoder: JSONDecoder = JSONDecoder(),
         dpop: DPoPAuthenticator? = nil,
-        stepUp: StepUpHandler? = nil
+        stepUp: StepUpHandler? = nil,
+        scheme: (any Authenticator)? = nil
     ) {
+        self.scheme = scheme
         self.dpop = dpop
         self.stepUp = stepUp
         self.session = session
@@ -142,7 +149,8 @@ public struct AuthorizedClient: Sendable {
         -> (SesameHTTP.Response, credentialed: Bool)
     {
         let authenticator =
-            authorization.usesSessionScheme ? (dpop ?? session.provider.credentialScheme) : authorization.authenticator
+            authorization.usesSessionScheme
+            ? (scheme ?? dpop ?? session.provider.credentialScheme) : authorization.authenticator
         var exchange = authenticator.map {
             AuthenticatedExchange(request, authenticator: $0, credentials: .session(session))
         }

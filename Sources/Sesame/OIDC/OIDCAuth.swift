@@ -37,6 +37,8 @@ public final class OIDCAuth: Sendable {
     public let session: AuthSession
     /// Step-ups: one at a time, shared by callers with the same requirements (``stepUp(_:with:)``).
     let stepUps = StepUpCoordinator()
+    /// Exchanged tokens (RFC 8693) by target and scope, until sign-out.
+    let exchanged = LockedValue<[ExchangeCacheKey: ExchangedToken]>([:])
 
     /// A facade over `provider`, keeping credentials in `store` under `profile`; the session keeps the provider's
     /// time source.
@@ -224,6 +226,7 @@ public final class OIDCAuth: Sendable {
                     url: url, redirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI, state: state)
             }
         }
+        exchanged.withLock { $0 = [:] }
         return await session.signOut(revoke: true)
     }
 

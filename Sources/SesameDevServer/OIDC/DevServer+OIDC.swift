@@ -7,9 +7,11 @@ extension DevServer {
     // MARK: Clients and keys
 
     /// `sesame-cli` plus the configured clients, by ID.
-    static func registry(_ configured: [RegisteredClient]) -> ClientRegistry {
+    static func registry(_ configured: [RegisteredClient], cliExchangeAudiences: [String] = []) -> ClientRegistry {
         var clients = ClientRegistry()
-        clients.add(RegisteredClient.sesameCLI)
+        var cli = RegisteredClient.sesameCLI
+        cli.exchangeAudiences = cliExchangeAudiences
+        clients.add(cli)
         for client in configured { clients.add(client) }
         return clients
     }
@@ -89,6 +91,7 @@ extension DevServer {
             "response_modes_supported": ["query", "form_post"],
             "grant_types_supported": [
                 "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+                .string(Self.tokenExchangeGrantType),
             ],
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": .array(algorithms),
@@ -155,12 +158,13 @@ extension DevServer {
     // MARK: Tokens
 
     /// An RFC 9068 access token for a grant; `gid` names the grant so that revoking it ends the token too.
-    func oidcAccessToken(for grant: DevStore.Grant, scope: [String], issuedAt: Int64, confirmation: String? = nil)
-        throws -> String
-    {
+    func oidcAccessToken(
+        for grant: DevStore.Grant, scope: [String], issuedAt: Int64, confirmation: String? = nil,
+        audience: String? = nil, actor: JOSEValue? = nil
+    ) throws -> String {
         let issuer = state.withLock { $0.issuer }
         var claims: JOSEObject = [
-            "iss": .string(issuer), "sub": .string(grant.user.id), "aud": .string(issuer),
+            "iss": .string(issuer), "sub": .string(grant.user.id), "aud": .string(audience ?? issuer),
             "client_id": .string(grant.clientID), "scope": .string(scope.joined(separator: " ")),
             "iat": .integer(issuedAt), "exp": .integer(issuedAt + configuration.accessTokenTTL),
             "auth_time": .integer(grant.authTime), "jti": .string(UUID().uuidString.lowercased()),
@@ -169,6 +173,7 @@ extension DevServer {
             "acr": .string(grant.acr ?? Self.passwordACR), "amr": Self.amr(for: grant.acr ?? Self.passwordACR),
         ]
         if let confirmation { claims["cnf"] = ["jkt": .string(confirmation)] }
+        if let actor { claims["act"] = actor }
         return try JWT.sign(
             JWTClaims(claims), key: try currentKey(), algorithm: configuration.signingAlgorithm, type: "at+jwt")
     }

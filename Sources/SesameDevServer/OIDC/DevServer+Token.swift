@@ -41,6 +41,7 @@ extension DevServer {
             case "authorization_code"?: return try exchangeCode(parameters, clientID: clientID, key: key)
             case "refresh_token"?: return try refreshGrant(parameters, clientID: clientID, key: key)
             case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID, key: key)
+            case Self.tokenExchangeGrantType?: return try tokenExchange(parameters, clientID: clientID, key: key)
             case nil: return Self.oauthError(OAuthFailure("invalid_request", "grant_type is required"))
             case let other?:
                 return Self.oauthError(

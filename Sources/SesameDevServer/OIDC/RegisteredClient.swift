@@ -28,6 +28,9 @@ public struct RegisteredClient: Sendable, Hashable {
     /// Whether a remembered browser session still needs the user's consent before a code goes to this client
     /// (clients registered at `/connect/register`: anyone could have registered them).
     var requiresConsent = false
+    /// The audiences or resources this client may exchange its access tokens for (RFC 8693, `audience` or
+    /// `resource` compared byte for byte); empty refuses every exchange (`invalid_target`).
+    public var exchangeAudiences: [String] = []
     /// The grant types this client may use; nil allows every one.
     ///
     /// They are `authorization_code`, `refresh_token` and the device grant; a client without `refresh_token` gets
@@ -38,6 +41,7 @@ public struct RegisteredClient: Sendable, Hashable {
     static func grantTypes(_ names: [String]) -> Set<String>? {
         let known: Set<String> = [
             "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
         ]
         let set = Set(names)
         return set.isSubset(of: known) ? set : nil

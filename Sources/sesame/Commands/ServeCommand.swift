@@ -115,6 +115,9 @@ struct ServeCommand: SesameCommand {
     static let config = OptionSpec(
         "--config", value: "FILE",
         "users with claims, clients, claim templates and further issuers from a JSON file (see CONFIGURATION FILE)")
+    static let exchangeAudience = OptionSpec(
+        "--exchange-audience", value: "URI",
+        "let sesame-cli exchange its access tokens for this audience or resource (RFC 8693)", repeatable: true)
     static let registration = OptionSpec(
         "--registration", "accept dynamic client registration (RFC 7591) at POST /connect/register (public clients)")
     static let appleBundleID = OptionSpec(
@@ -126,7 +129,7 @@ struct ServeCommand: SesameCommand {
     static let options: [OptionSpec] = [
         host, port, database, issuer, accessTokenTTL, refreshTokenTTL, signingAlgorithm, user, faults, faultSeed,
         usersFile, noDevEndpoints, passwordIterations, client, idTokenTTL, refreshReuseGrace, rotateKeysEvery,
-        dpopNonce, rememberBrowser, rpTest, config, registration,
+        dpopNonce, rememberBrowser, rpTest, config, registration, exchangeAudience,
         appleBundleID, appleJWKS,
     ]
 
@@ -261,6 +264,7 @@ struct ServeCommand: SesameCommand {
             configuration.rpTest = mode
         }
         if arguments.flag(registration) { configuration.dynamicRegistration = true }
+        configuration.exchangeAudiences = arguments.values(exchangeAudience)
         if let file = arguments.value(config) {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw CLIError(

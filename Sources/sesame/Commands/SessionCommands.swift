@@ -5,29 +5,81 @@ import SesameJOSE
 /// `sesame token`: a valid access token on stdout.
 struct TokenCommand: SesameCommand {
     static let forceRefresh = OptionSpec("--force-refresh", "refresh now, whatever the expiry")
+    static let audience = OptionSpec(
+        "--audience", value: "NAME", "exchange the session's token for one for this API (RFC 8693)")
+    static let resource = OptionSpec(
+        "--resource", value: "URL", "exchange the session's token for one for this resource URL (RFC 8693)")
+    static let scope = OptionSpec("--scope", value: "SCOPES", "with --audience/--resource: a narrower scope")
     static let spec = CommandSpec(
         words: ["token"], summary: "a valid access token on stdout, refreshed if needed", arguments: nil,
         discussion: """
             Prints the profile's access token, refreshing it first when it expires within a minute (or half its
             lifetime). Several processes at once refresh once between them. A DPoP profile's token (login --dpop)
             works only with a proof of the profile's key: use 'sesame request', which sends both, not curl.
+            With --audience or --resource (OpenID Connect profiles), prints a token for that API instead,
+            exchanged for the session's at the provider (RFC 8693 token exchange; the provider decides which
+            client may exchange for what: invalid_target otherwise). The session's own token is not printed.
             """,
-        options: [forceRefresh, GlobalOptions.json] + GlobalOptions.session,
+        options: [forceRefresh, audience, resource, scope, GlobalOptions.json] + GlobalOptions.session,
         examples: [
             "curl -H \"Authorization: Bearer $(sesame token)\" http://127.0.0.1:8080/me", "sesame token --json",
+            "sesame token --audience https://api.example.com --json",
         ],
-        exitCodes: [], command: Self.self)
+        exitCodes: [(1, "the provider refused the exchange (exchange_rejected)")], command: Self.self)
 
     let invocation: SessionInvocation
     let refreshesNow: Bool
+    let target: ExchangeTarget?
+    let exchangeScope: [String]?
 
     init(_ arguments: ParsedArguments) throws {
         invocation = try SessionInvocation(arguments)
         refreshesNow = arguments.flag(Self.forceRefresh)
+        switch (arguments.value(Self.audience), arguments.value(Self.resource)) {
+        case (nil, nil): target = nil
+        case (let name?, nil):
+            guard !name.isEmpty, name.utf8.count <= 2048, PrintableText.isClean(name) else {
+                throw arguments.usage("--audience takes the API's name")
+            }
+            target = .audience(name)
+        case (nil, let text?):
+            guard let url = URL(string: text), SesameHTTP.Origin(url) != nil else {
+                throw arguments.usage("--resource takes an http(s) URL (got '\(printable(text))')")
+            }
+            target = .resource(url)
+        default: throw arguments.usage("give --audience or --resource, not both")
+        }
+        exchangeScope = arguments.value(Self.scope).map { $0.split(separator: " ").map(String.init) }
+        if exchangeScope != nil, target == nil { throw arguments.usage("--scope goes with --audience or --resource") }
     }
 
     func run() async throws {
         let context = try await SessionContext(invocation.selection).withUsableKey()
+        if let target {
+            guard let auth = context.oidc else {
+                throw CLIError.usage(
+                    "profile \(context.profile.name) signs in with a REST backend, which has no token exchange",
+                    command: invocation.selection.command)
+            }
+            let token: ExchangedToken
+            do {
+                token = try await auth.exchangedToken(for: target, scope: exchangeScope, forceExchange: refreshesNow)
+            } catch let error as AuthError where error.code == .exchangeRejected {
+                throw CLIError(status: .failure, code: error.code.rawValue, message: error.description)
+            }
+            if invocation.json {
+                var json: JOSEObject = [
+                    "accessToken": .string(token.accessToken), "tokenType": .string(token.tokenType),
+                    "issuedTokenType": .string(token.issuedTokenType),
+                ]
+                if let expiresAt = token.expiresAt.flatMap(unixSeconds) { json["expiresAt"] = .integer(expiresAt) }
+                if let scope = token.scope { json["scope"] = .string(scope) }
+                print(JOSEValue.object(json).jsonString)
+            } else {
+                print(token.accessToken)
+            }
+            return
+        }
         let tokens = refreshesNow ? try await context.session.forceRefresh() : try await context.session.validTokens()
         if invocation.json {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]

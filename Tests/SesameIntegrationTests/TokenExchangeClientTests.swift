@@ -1,0 +1,131 @@
+import Foundation
+import Sesame
+import SesameDevServer
+import SesameJOSE
+import SesameLoopback
+import SesameTestSupport
+import SesameTesting
+import Testing
+
+/// The client's side of RFC 8693 token exchange against the dev server (catalog TX-01..TX-05).
+@Suite struct TokenExchangeClientTests {
+    static let api = "https://api.example"
+
+    @Test("TX-01 TX-02: exchanged once and cached until near expiry, then exchanged again; refused targets are typed")
+    func cachedExchange() async throws {
+        let oidc = try OIDCTestServer {
+            $0.exchangeAudiences = [Self.api]
+            $0.accessTokenTTL = 300
+        }
+        defer { oidc.stop() }
+        let auth = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+        try await auth.signIn(with: FormUserAgent(harness: oidc))
+        let first = try await auth.exchangedToken(for: .audience(Self.api))
+        #expect(first.issuedTokenType == "urn:ietf:params:oauth:token-type:access_token" && !first.isDPoPBound)
+        #expect(try JWT.unverified(first.accessToken).claims.audience == [Self.api])
+        #expect(!String(describing: first).contains(first.accessToken))
+        #expect(try await auth.exchangedToken(for: .audience(Self.api)) == first)
+        #expect(try oidc.browser.get("/_dev/counters").json?["tokenExchanges"] == 1)
+        oidc.clock.advance(by: 280)
+        let second = try await auth.exchangedToken(for: .audience(Self.api))
+        let counters = try oidc.browser.get("/_dev/counters").json
+        #expect(second != first && counters?["tokenExchanges"] == 2)
+        do {
+            _ = try await auth.exchangedToken(for: .audience("https://elsewhere.example"))
+            Issue.record("an exchange for a target outside the policy succeeded")
+        } catch let error as AuthError {
+            #expect(error.code == .exchangeRejected && error.serverResponse?.error == "invalid_target")
+        }
+        _ = await auth.signOut()
+        do {
+            _ = try await auth.exchangedToken(for: .audience(Self.api))
+            Issue.record("an exchanged token outlived the sign-out")
+        } catch let error as AuthError {
+            #expect(error.code == .notSignedIn)
+        }
+    }
+
+    @Test(
+        "TX-05: the exchanged token goes to its API's origin only, never the session's token; DPoP-bound with a proof")
+    func onlyToItsAPI() async throws {
+        let api = try RecordingServer { _ in HTTPServerResponse(status: 200) }
+        defer { api.stop() }
+        let target = ExchangeTarget.resource(api.base.appendingPathComponent("v1"))
+        let oidc = try OIDCTestServer { $0.exchangeAudiences = [api.base.appendingPathComponent("v1").absoluteString] }
+        defer { oidc.stop() }
+        for dpop in [false, true] {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tx-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
+            let auth = try await OIDCAuth.restore(
+                metadata: metadata, clientID: "sesame-cli", redirectURI: OIDCTestServer.redirect,
+                scopes: ["openid", "offline_access"], store: InMemoryTokenStore(),
+                dpopKeys: dpop ? try FileDPoPKeyStore(directory: folder) : nil, timeSource: oidc.clock)
+            try await auth.signIn(with: FormUserAgent(harness: oidc))
+            let session = try #require(try await auth.session.currentTokens)
+            let client = try auth.client(exchangingFor: target, baseURL: api.base)
+            #expect(try await client.send(.get("/v1/items")).status == 200)
+            let sent = try #require(api.requests.last)
+            let header = try #require(sent.headers["Authorization"])
+            #expect(header.hasPrefix(dpop ? "DPoP " : "Bearer ") && !header.contains(session.accessToken))
+            #expect((sent.headers["DPoP"] != nil) == dpop)
+            let exchanged = try await auth.exchangedToken(for: target)
+            #expect(header.hasSuffix(exchanged.accessToken) && exchanged.isDPoPBound == dpop)
+            // Another origin gets nothing.
+            let elsewhere = try RecordingServer { _ in HTTPServerResponse(status: 200) }
+            defer { elsewhere.stop() }
+            _ = try await client.send(
+                SesameHTTP.Request(method: "GET", url: elsewhere.base.appendingPathComponent("x")))
+            #expect(elsewhere.requests.first?.headers["Authorization"] == nil)
+        }
+        #expect(throws: AuthError.self) {
+            _ = try OIDCAuth(
+                provider: OIDCAuthProvider(
+                    metadata: try OIDCProviderMetadata.scripted(),
+                    configuration: OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "app:/cb")),
+                store: InMemoryTokenStore()
+            ).client(
+                exchangingFor: .resource(URL(string: "https://a.example/x")!),
+                baseURL: URL(string: "https://b.example")!)
+        }
+    }
+
+    @Test("Token exchange article: its snippet runs as written")
+    func article() async throws {
+        let server = try RecordingServer { _ in HTTPServerResponse(status: 200) }
+        defer { server.stop() }
+        let reportsAPI = server.base
+        let oidc = try OIDCTestServer { $0.exchangeAudiences = [reportsAPI.absoluteString] }
+        defer { oidc.stop() }
+        let auth = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+        try await auth.signIn(with: FormUserAgent(harness: oidc))
+
+        let reports = try auth.client(exchangingFor: .audience(reportsAPI.absoluteString), baseURL: reportsAPI)
+        let response = try await reports.send(.get("/v1/reports"))
+        #expect(response.status == 200 && server.requests.first?.path == "/v1/reports")
+    }
+
+    @Test("TX-02: an answer without issued_token_type, or with N_A, is invalid_response")
+    func strictAnswers() async throws {
+        for body in [
+            #"{"access_token":"t","token_type":"Bearer"}"#,
+            #"{"access_token":"t","issued_token_type":"urn:ietf:params:oauth:token-type:id_token","token_type":"N_A"}"#,
+            #"{"issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}"#,
+        ] {
+            let transport = ScriptedTransport()
+            transport.enqueue(.json(200, body))
+            let provider = OIDCAuthProvider(
+                metadata: try OIDCProviderMetadata.scripted(),
+                configuration: OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "app:/cb"),
+                transport: transport)
+            do {
+                _ = try await provider.exchange(TokenSet(accessToken: "subject"), for: .audience(Self.api))
+                Issue.record("accepted: \(body)")
+            } catch let error as AuthError {
+                #expect(error.code == .invalidResponse, "\(body)")
+            }
+            let form = String(decoding: transport.requests.first?.body ?? Data(), as: UTF8.self)
+            #expect(form.contains("subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"))
+        }
+    }
+}
