@@ -25,7 +25,10 @@ import Testing
         #expect(document["dpop_signing_alg_values_supported"]?.arrayValue?.contains("ES256") == true)
         #expect(
             document["grant_types_supported"]
-                == ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"])
+                == [
+                    "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
+                    "urn:ietf:params:oauth:grant-type:token-exchange",
+                ])
         for (name, path) in [
             ("authorization_endpoint", "/authorize"), ("token_endpoint", "/token"), ("jwks_uri", "/jwks"),
             ("userinfo_endpoint", "/userinfo"), ("revocation_endpoint", "/revoke"),
