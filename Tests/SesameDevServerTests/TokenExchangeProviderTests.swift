@@ -165,5 +165,29 @@ import Testing
         #expect(answer["token_type"] == "DPoP")
         let claims = try JWT.unverified(answer["access_token"].string).claims
         #expect(claims["cnf"]?["jkt"] == .string(key.thumbprint))
+        // A bound actor token without a proof by its key puts nobody into act.
+        let (plain, _) = try oidc.signedInTokens(scope: "openid")
+        let actor = try Self.exchange(
+            oidc, plain["access_token"].string,
+            [
+                ("audience", Self.api), ("actor_token", bound["access_token"].string),
+                ("actor_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+            ])
+        #expect(actor.error == "invalid_grant")
+    }
+
+    @Test("an exchanged token never outlives its subject token")
+    func lifetime() throws {
+        let oidc = try OIDCTestServer {
+            $0.exchangeAudiences = [Self.api]
+            $0.accessTokenTTL = 300
+        }
+        defer { oidc.stop() }
+        let (tokens, _) = try oidc.signedInTokens(scope: "openid")
+        oidc.clock.advance(by: 200)
+        let answer = try #require(try Self.exchange(oidc, tokens["access_token"].string, [("audience", Self.api)]).json)
+        let subject = try JWT.unverified(tokens["access_token"].string).claims
+        let exchanged = try JWT.unverified(answer["access_token"].string).claims
+        #expect(exchanged.expiresAt == subject.expiresAt && answer["expires_in"] == 100)
     }
 }

@@ -105,10 +105,46 @@ import Testing
         #expect(response.status == 200 && server.requests.first?.path == "/v1/reports")
     }
 
+    @Test("the cache is per user and forgets a token its API rejected")
+    func cacheOwnership() async throws {
+        let rejections = LockedBox(1)
+        let api = try RecordingServer { _ in
+            var first = false
+            rejections.mutate { count in
+                first = count > 0
+                count -= 1
+            }
+            var response = HTTPServerResponse(status: first ? 401 : 200)
+            if first { response.headers.set("WWW-Authenticate", #"Bearer error="invalid_token""#) }
+            return response
+        }
+        defer { api.stop() }
+        let oidc = try OIDCTestServer { $0.exchangeAudiences = [api.base.absoluteString] }
+        defer { oidc.stop() }
+        let auth = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+        try await auth.signIn(with: FormUserAgent(harness: oidc))
+        let target = ExchangeTarget.audience(api.base.absoluteString)
+        let alice = try await auth.exchangedToken(for: target)
+        var bob = StepUpClientTests.CountingAgent(harness: oidc)
+        bob.email = "bob@example.com"
+        bob.password = "battery-staple"
+        oidc.browser.clearCookies()
+        try await auth.signIn(with: bob)
+        let bobs = try await auth.exchangedToken(for: target)
+        #expect(bobs != alice)
+        #expect(try JWT.unverified(bobs.accessToken).claims.subject != JWT.unverified(alice.accessToken).claims.subject)
+        // The API rejects the token once: it is forgotten, and the next call exchanges again.
+        let client = try auth.client(exchangingFor: target, baseURL: api.base)
+        #expect(try await client.send(.get("/x")).status == 401)
+        #expect(try await client.send(.get("/x")).status == 200)
+        #expect(try await auth.exchangedToken(for: target) != bobs)
+    }
+
     @Test("TX-02: an answer without issued_token_type, or with N_A, is invalid_response")
     func strictAnswers() async throws {
         for body in [
             #"{"access_token":"t","token_type":"Bearer"}"#,
+            "{\"access_token\":\"a\\u001b]0;PWNED\\u0007\",\"issued_token_type\":\"urn:ietf:params:oauth:token-type:access_token\",\"token_type\":\"Bearer\"}",
             #"{"access_token":"t","issued_token_type":"urn:ietf:params:oauth:token-type:id_token","token_type":"N_A"}"#,
             #"{"issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}"#,
         ] {
@@ -123,6 +159,20 @@ import Testing
                 Issue.record("accepted: \(body)")
             } catch let error as AuthError {
                 #expect(error.code == .invalidResponse, "\(body)")
+            }
+            // With a DPoP key, a Bearer answer would drop the binding: refused.
+            let dpopTransport = ScriptedTransport()
+            dpopTransport.enqueue(
+                .json(
+                    200,
+                    #"{"access_token":"t","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}"#
+                ))
+            var configuration = OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "app:/cb")
+            configuration.dpopKey = try JWK.generate(for: .es256)
+            let bound = OIDCAuthProvider(
+                metadata: try OIDCProviderMetadata.scripted(), configuration: configuration, transport: dpopTransport)
+            await #expect(throws: AuthError.self) {
+                _ = try await bound.exchange(TokenSet(accessToken: "subject"), for: .audience(Self.api))
             }
             let form = String(decoding: transport.requests.first?.body ?? Data(), as: UTF8.self)
             #expect(form.contains("subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"))

@@ -102,8 +102,15 @@ extension OIDCAuthProvider {
                 .invalidResponse, "the token exchange answer lacks access_token, issued_token_type or token_type",
                 statusCode: 200)
         }
+        // The same rules as any token answer: printable token text of sane length, and with a DPoP key a DPoP
+        // token (a Bearer answer would silently drop the binding).
+        guard RESTAuthProvider.isTokenText(token) else {
+            throw AuthError(.invalidResponse, "the exchanged access token is not token text", statusCode: 200)
+        }
         guard ByteExact.equals(issued, Self.accessTokenType),
-            SesameHTTP.Headers.same(type, "bearer") || SesameHTTP.Headers.same(type, "dpop")
+            configuration.usesDPoP
+                ? SesameHTTP.Headers.same(type, "dpop")
+                : SesameHTTP.Headers.same(type, "bearer") || SesameHTTP.Headers.same(type, "dpop")
         else {
             throw AuthError(
                 .invalidResponse,
@@ -112,10 +119,14 @@ extension OIDCAuthProvider {
                 statusCode: 200)
         }
         let lifetime = json["expires_in"]?.doubleValue.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+        var expiresAt = lifetime.map { sent.addingTimeInterval(min($0, 366 * 86400)) }
+        // A JWT's own exp, when it says sooner, wins (read, not trusted for anything else).
+        if let exp = (try? JWT.unverified(token))?.claims.expiresAt, expiresAt.map({ exp < $0 }) ?? true {
+            expiresAt = exp
+        }
         return ExchangedToken(
-            accessToken: token, tokenType: type, issuedTokenType: issued,
-            expiresAt: lifetime.map { sent.addingTimeInterval(min($0, 366 * 86400)) },
-            scope: json["scope"]?.stringValue, target: target)
+            accessToken: token, tokenType: type, issuedTokenType: issued, expiresAt: expiresAt,
+            scope: json["scope"]?.stringValue.map { PrintableText.sanitized($0, limit: 1024) }, target: target)
     }
 }
 
@@ -146,6 +157,10 @@ struct ExchangedTokenAuthenticator: Authenticator {
     }
 
     func classify(_ response: SesameHTTP.Response, for request: SesameHTTP.Request) -> AuthenticationVerdict {
+        // A rejected exchanged token is forgotten: the next call exchanges again.
+        if response.status == 401, response.challenges.contains(where: { $0["error"] == "invalid_token" }) {
+            auth.forgetExchanged(target: target)
+        }
         if let nonce = response.header("DPoP-Nonce"), response.status == 401,
             response.challenges.contains(where: { $0.isScheme("DPoP") && $0["error"] == "use_dpop_nonce" })
         {
@@ -166,12 +181,16 @@ extension OIDCAuth {
         for target: ExchangeTarget, scope: [String]? = nil, minimumValidity: TimeInterval = 30,
         forceExchange: Bool = false
     ) async throws -> ExchangedToken {
-        let key = ExchangeCacheKey(target: target, scope: scope ?? [])
         let now = provider.timeSource.now
-        guard try await session.currentTokens != nil else {
+        guard let current = try await session.currentTokens else {
             exchanged.withLock { $0 = [:] }
             throw AuthError(.notSignedIn, "sign in before exchanging tokens")
         }
+        // Cached per user and key too: another user's session, or another DPoP key, never gets these.
+        let key = ExchangeCacheKey(
+            target: target, scope: scope ?? [],
+            owner: current.idToken.flatMap { try? JWT.unverified($0).claims.subject } ?? current.user?.id,
+            key: current.dpopKeyThumbprint)
         if !forceExchange, let cached = exchanged.withLock({ $0[key] }),
             cached.expiresAt.map({ $0.timeIntervalSince(now) > minimumValidity }) ?? false
         {
@@ -202,8 +221,17 @@ extension OIDCAuth {
     }
 }
 
-/// One cached exchange: the target and the scope asked for.
+/// One cached exchange: the target and the scope asked for, for whom and with which DPoP key.
 struct ExchangeCacheKey: Hashable, Sendable {
     let target: ExchangeTarget
     let scope: [String]
+    let owner: String?
+    let key: String?
+}
+
+extension OIDCAuth {
+    /// Forgets the exchanged tokens for `target` (an API rejected one).
+    func forgetExchanged(target: ExchangeTarget) {
+        exchanged.withLock { cache in cache = cache.filter { $0.key.target != target } }
+    }
 }

@@ -160,13 +160,13 @@ extension DevServer {
     /// An RFC 9068 access token for a grant; `gid` names the grant so that revoking it ends the token too.
     func oidcAccessToken(
         for grant: DevStore.Grant, scope: [String], issuedAt: Int64, confirmation: String? = nil,
-        audience: String? = nil, actor: JOSEValue? = nil
+        audience: String? = nil, actor: JOSEValue? = nil, expiresAt: Int64? = nil
     ) throws -> String {
         let issuer = state.withLock { $0.issuer }
         var claims: JOSEObject = [
             "iss": .string(issuer), "sub": .string(grant.user.id), "aud": .string(audience ?? issuer),
             "client_id": .string(grant.clientID), "scope": .string(scope.joined(separator: " ")),
-            "iat": .integer(issuedAt), "exp": .integer(issuedAt + configuration.accessTokenTTL),
+            "iat": .integer(issuedAt), "exp": .integer(expiresAt ?? issuedAt + configuration.accessTokenTTL),
             "auth_time": .integer(grant.authTime), "jti": .string(UUID().uuidString.lowercased()),
             "gid": .string(grant.id),
             // RFC 9470 §6.1: the resource decides on acr and auth_time.

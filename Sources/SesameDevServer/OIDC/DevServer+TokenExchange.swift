@@ -60,6 +60,11 @@ extension DevServer {
             guard ByteExact.equals(parameters["actor_token_type"] ?? "", Self.accessTokenType),
                 let (_, actorClaims) = oidcAccess(actorToken), let actorSubject = actorClaims.subject
             else { return fail("invalid_grant", "the actor_token is not a valid access token of this issuer") }
+            // A DPoP-bound actor token is good only with a proof by its key, like any use of it: a stolen copy must
+            // not put its user into act.
+            if let bound = actorClaims["cnf"]?["jkt"]?.stringValue, key.map({ ByteExact.equals($0, bound) }) != true {
+                return fail("invalid_grant", "the actor_token is bound to a DPoP key: send a proof by that key")
+            }
             // TX-04: the actor, and the chain of earlier actors nested in it.
             var act: JOSEObject = ["sub": .string(actorSubject)]
             if let actorClient = actorClaims["client_id"] { act["client_id"] = actorClient }
@@ -67,14 +72,18 @@ extension DevServer {
             actor = .object(act)
         }
         let issued = now
+        // Never outliving the token it was exchanged for.
+        let expiry = min(
+            issued + configuration.accessTokenTTL, subject.expiresAt.map { Int64($0.timeIntervalSince1970) } ?? .max)
         let token = try oidcAccessToken(
-            for: grant, scope: scope, issuedAt: issued, confirmation: key, audience: target, actor: actor)
+            for: grant, scope: scope, issuedAt: issued, confirmation: key, audience: target, actor: actor,
+            expiresAt: expiry)
         recordIssued(token, kind: "exchanged access token", clientID: clientID)
         state.withLock { $0.counters.tokenExchanges += 1 }
         // TX-02: the issued token's type besides its scheme; no refresh token (exchange again).
         var body: JOSEObject = [
             "access_token": .string(token), "issued_token_type": .string(Self.accessTokenType),
-            "token_type": .string(key == nil ? "Bearer" : "DPoP"), "expires_in": .integer(configuration.accessTokenTTL),
+            "token_type": .string(key == nil ? "Bearer" : "DPoP"), "expires_in": .integer(max(0, expiry - issued)),
             "scope": .string(scope.joined(separator: " ")),
         ]
         if scope.isEmpty { body["scope"] = nil }
