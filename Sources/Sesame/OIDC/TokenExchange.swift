@@ -188,7 +188,7 @@ extension OIDCAuth {
         }
         // Cached per user and key too: another user's session, or another DPoP key, never gets these.
         let key = ExchangeCacheKey(
-            target: target, scope: scope ?? [],
+            target: target, scope: (scope ?? []).sorted(),
             owner: current.idToken.flatMap { try? JWT.unverified($0).claims.subject } ?? current.user?.id,
             key: current.dpopKeyThumbprint)
         if !forceExchange, let cached = exchanged.withLock({ $0[key] }),

@@ -26,7 +26,10 @@ extension DevServer {
             return fail("invalid_request", "actor_token and actor_token_type go together")
         }
         guard let (grant, subject) = oidcAccess(subjectToken) else {
-            return fail("invalid_grant", "the subject_token is not a valid access token of this issuer")
+            return fail(
+                "invalid_grant",
+                "the subject_token is not a current access token for this issuer (expired, revoked, or one issued for another audience)"
+            )
         }
         // A client exchanges the tokens it was given, not another client's.
         guard let owner = subject["client_id"]?.stringValue, ByteExact.equals(owner, clientID) else {

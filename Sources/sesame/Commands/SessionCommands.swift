@@ -18,7 +18,9 @@ struct TokenCommand: SesameCommand {
             works only with a proof of the profile's key: use 'sesame request', which sends both, not curl.
             With --audience or --resource (OpenID Connect profiles), prints a token for that API instead,
             exchanged for the session's at the provider (RFC 8693 token exchange; the provider decides which
-            client may exchange for what: invalid_target otherwise). The session's own token is not printed.
+            client may exchange for what, matching the target exactly: invalid_target otherwise). Without --scope
+            it carries the session's whole scope. Each run exchanges anew (the CLI keeps no exchanged tokens).
+            The session's own token is not printed.
             """,
         options: [forceRefresh, audience, resource, scope, GlobalOptions.json] + GlobalOptions.session,
         examples: [
@@ -65,7 +67,10 @@ struct TokenCommand: SesameCommand {
             do {
                 token = try await auth.exchangedToken(for: target, scope: exchangeScope, forceExchange: refreshesNow)
             } catch let error as AuthError where error.code == .exchangeRejected {
-                throw CLIError(status: .failure, code: error.code.rawValue, message: error.description)
+                // The description without its leading code (the CLI prints the code itself).
+                throw CLIError(
+                    status: .failure, code: error.code.rawValue,
+                    message: String(error.description.dropFirst(error.code.rawValue.count + 2)))
             }
             if invocation.json {
                 var json: JOSEObject = [
