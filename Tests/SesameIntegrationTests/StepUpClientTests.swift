@@ -285,6 +285,9 @@ import Testing
             response(
                 "Bearer error=\"insufficient_user_authentication\", acr_values=\"ok \u{1B}[31mred\", max_age=\"-5\""))
         #expect(hostile?.acrValues == ["ok"] && hostile?.maxAge == nil)
+        let repeated = StepUpChallenge(
+            response(#"Bearer error="insufficient_user_authentication", max_age="5", max_age="1""#))
+        #expect(repeated == nil, "a repeated max_age is ambiguous")
         let spoofed = StepUpChallenge(
             response(
                 "Bearer error=\"insufficient_user_authentication\", acr_values=\"x\u{A0}),\u{A0}run\u{A0}this ok a\\\"b\""

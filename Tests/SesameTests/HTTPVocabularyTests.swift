@@ -26,6 +26,7 @@ import Testing
         #expect(AuthenticationChallenge.parse("Bearer, DPoP").map(\.scheme) == ["Bearer", "DPoP"])
         let repeated = AuthenticationChallenge.parse(#"Bearer error="invalid_token", error="insufficient_scope""#)
         #expect(repeated.count == 1 && repeated[0]["error"] == "invalid_token")
+        #expect(repeated[0].repeatedParameters == ["error"], "the repetition is reported")
         for garbage in [
             "", ",,,", "=", "\"unterminated", "Bearer error=\"open", "@@@ ===", String(repeating: "a=", count: 500),
         ] {

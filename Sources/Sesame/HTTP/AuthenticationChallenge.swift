@@ -17,12 +17,19 @@ public struct AuthenticationChallenge: Sendable, Hashable {
     public let parameters: [String: String]
     /// The `token68` form (`Negotiate abc==`), when the challenge uses it.
     public let token68: String?
+    /// Parameter names (lower-cased) that appeared more than once, which RFC 9110 §11.2 forbids: a reader that
+    /// depends on one of them should not trust the challenge.
+    public let repeatedParameters: Set<String>
 
     /// Creates a challenge.
-    public init(scheme: String, parameters: [String: String] = [:], token68: String? = nil) {
+    public init(
+        scheme: String, parameters: [String: String] = [:], token68: String? = nil,
+        repeatedParameters: Set<String> = []
+    ) {
         self.scheme = scheme
         self.parameters = parameters
         self.token68 = token68
+        self.repeatedParameters = repeatedParameters
     }
 
     /// The parameter `name` (case-insensitive).
@@ -65,7 +72,9 @@ private struct ChallengeParser {
             if hadSpace, let token68 = readToken68() {
                 found.append(AuthenticationChallenge(scheme: scheme, token68: token68))
             } else {
-                found.append(AuthenticationChallenge(scheme: scheme, parameters: readParameters()))
+                let (parameters, repeated) = readParameters()
+                found.append(
+                    AuthenticationChallenge(scheme: scheme, parameters: parameters, repeatedParameters: repeated))
             }
         }
     }
@@ -84,25 +93,26 @@ private struct ChallengeParser {
         return nil
     }
 
-    private mutating func readParameters() -> [String: String] {
+    private mutating func readParameters() -> ([String: String], repeated: Set<String>) {
         var parameters: [String: String] = [:]
+        var repeated: Set<String> = []
         while true {
             let start = index
             skip(whitespace: true, commas: true)
             guard let name = read(Self.isTokenByte) else {
                 index = start
-                return parameters
+                return (parameters, repeated)
             }
             skip(whitespace: true, commas: false)
             guard peek == 0x3D else {
                 index = start  // the next challenge's scheme
-                return parameters
+                return (parameters, repeated)
             }
             index += 1
             skip(whitespace: true, commas: false)
             let value = peek == 0x22 ? readQuoted() : (read(Self.isTokenByte) ?? "")
             let key = name.lowercased()
-            if parameters[key] == nil { parameters[key] = value }
+            if parameters[key] == nil { parameters[key] = value } else { repeated.insert(key) }
         }
     }
 

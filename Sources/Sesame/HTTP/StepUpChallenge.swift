@@ -43,7 +43,9 @@ public struct StepUpChallenge: Sendable, Hashable, CustomStringConvertible {
             let challenge = response.challenges.first(where: { challenge in
                 (challenge.isScheme("Bearer") || challenge.isScheme("DPoP"))
                     && challenge["error"] == "insufficient_user_authentication"
-            })
+            }),
+            // A repeated error, acr_values or max_age makes the challenge ambiguous (which max_age?): not trusted.
+            challenge.repeatedParameters.isDisjoint(with: ["error", "acr_values", "max_age"])
         else { return nil }
         let values = (challenge["acr_values"] ?? "").split(separator: " ").prefix(10).map(String.init)
         // RFC 6749's NQCHAR, no space: visible ASCII without a quote or backslash (nothing a message could be
