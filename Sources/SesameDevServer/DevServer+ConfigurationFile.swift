@@ -110,6 +110,13 @@ extension DevServer.Configuration {
         }
     }
 
+    /// `value` as a list of strings, or nil when it is anything else (or has anything else in it).
+    private static func strings(_ value: JOSEValue?) -> [String]? {
+        guard let items = value?.arrayValue else { return nil }
+        let strings = items.compactMap(\.stringValue)
+        return strings.count == items.count ? strings : nil
+    }
+
     private func list(_ value: JOSEValue?, _ path: String) throws -> [JOSEValue] {
         guard let value else { return [] }
         guard let items = value.arrayValue else { throw DevServerError("\(path): a list") }
@@ -125,14 +132,12 @@ extension DevServer.Configuration {
             throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
         }
         guard let object = value.objectValue, let id = object["client_id"]?.stringValue,
-            let uris = object["redirect_uris"]?.arrayValue?.compactMap(\.stringValue),
-            uris.count == object["redirect_uris"]?.arrayValue?.count
+            let uris = Self.strings(object["redirect_uris"])
         else { throw DevServerError("\(path): an object with client_id and redirect_uris (strings)") }
         try RegisteredClient.check(id: id, redirectURIs: uris)
         var logout: [String]?
         if let value = object["post_logout_redirect_uris"] {
-            guard let list = value.arrayValue?.compactMap(\.stringValue), list.count == value.arrayValue?.count,
-                list.allSatisfy(DevServer.isRegistrable)
+            guard let list = Self.strings(value), list.allSatisfy(RegisteredClient.isRegistrable)
             else { throw DevServerError("\(path).post_logout_redirect_uris: a list of absolute URIs") }
             logout = list
         }
@@ -148,15 +153,13 @@ extension DevServer.Configuration {
             id: id, redirectURIs: uris, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: logout,
             claims: claims)
         if let value = object["exchange_audiences"] {
-            guard let audiences = value.arrayValue?.compactMap(\.stringValue),
-                audiences.count == value.arrayValue?.count,
-                audiences.count <= 20, audiences.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 })
+            guard let audiences = Self.strings(value), audiences.count <= 20,
+                audiences.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 })
             else { throw DevServerError("\(path).exchange_audiences: a list of up to 20 audience or resource URIs") }
             client.exchangeAudiences = audiences
         }
         if let value = object["grant_types"] {
-            guard let grants = value.arrayValue?.compactMap(\.stringValue), grants.count == value.arrayValue?.count,
-                let known = RegisteredClient.grantTypes(grants)
+            guard let grants = Self.strings(value), let known = RegisteredClient.grantTypes(grants)
             else {
                 throw DevServerError(
                     "\(path).grant_types: a list of authorization_code, refresh_token, "

@@ -50,9 +50,7 @@ public struct StepUpChallenge: Sendable, Hashable, CustomStringConvertible {
         let values = (challenge["acr_values"] ?? "").split(separator: " ").prefix(10).map(String.init)
         // RFC 6749's NQCHAR, no space: visible ASCII without a quote or backslash (nothing a message could be
         // made to say with look-alike spaces or quotes).
-        acrValues = values.filter { value in
-            value.utf8.count <= 256 && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
-        }
+        acrValues = values.filter { PrintableText.isQuotableWord($0) }
         if let text = challenge["max_age"], let seconds = Int(text), (0...10 * 365 * 86400).contains(seconds) {
             maxAge = TimeInterval(seconds)
         } else {

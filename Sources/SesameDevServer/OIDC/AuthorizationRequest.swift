@@ -178,7 +178,7 @@ struct AuthorizationRequest: Sendable, Equatable {
             // A form post only to http(s): never an auto-submitting form to a scheme another app may claim.
             rejection.formPost =
                 parameters["response_mode"] == "form_post"
-                && ["http", "https"].contains(URLComponents(string: redirectURI)?.scheme?.lowercased() ?? "")
+                && RegisteredClient.isHTTP(redirectURI)
             return .failure(rejection)
         }
         guard parameters["request"] == nil else {
@@ -194,7 +194,7 @@ struct AuthorizationRequest: Sendable, Equatable {
             return fail("invalid_request", "response_mode is query or form_post")
         }
         if parameters["response_mode"] == "form_post",
-            !["http", "https"].contains(URLComponents(string: redirectURI)?.scheme?.lowercased() ?? "")
+            !RegisteredClient.isHTTP(redirectURI)
         {
             return .failure(
                 AuthorizationRejection(

@@ -28,8 +28,8 @@ extension DevServer {
             }
             var redirectURIs: [String] = []
             for value in uris {
-                guard let uri = value.stringValue, Self.isRegistrable(uri) else {
-                    let scriptable = value.stringValue.map(RegisteredClient.isScriptable) == true
+                guard let uri = value.stringValue, RegisteredClient.isRegistrable(uri) else {
+                    let scriptable = value.stringValue.map(RegisteredClient.isWellFormed) == true
                     return invalid(
                         "invalid_redirect_uri",
                         scriptable
@@ -41,7 +41,7 @@ extension DevServer {
             var logoutURIs: [String]?
             if let values = metadata["post_logout_redirect_uris"] {
                 guard let list = values.arrayValue, list.count <= 20,
-                    list.allSatisfy({ $0.stringValue.map(Self.isRegistrable) == true })
+                    list.allSatisfy({ $0.stringValue.map(RegisteredClient.isRegistrable) == true })
                 else {
                     return invalid("invalid_client_metadata", "post_logout_redirect_uris is a list of absolute URIs")
                 }
@@ -96,13 +96,5 @@ extension DevServer {
             response.headers.set("Cache-Control", "no-store")
             return response
         }
-    }
-
-    /// An absolute URI of visible ASCII without a fragment, at most 2,048 bytes.
-    static func isRegistrable(_ uri: String) -> Bool {
-        guard uri.utf8.count <= 2048, uri.utf8.allSatisfy(RegisteredClient.isURICharacter),
-            let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
-        else { return false }
-        return !RegisteredClient.isScriptable(uri)
     }
 }

@@ -32,10 +32,7 @@ extension DevServer {
 
     /// An `acr` value that can go into a challenge's quoted string as it is: 1 to 256 of RFC 6749's NQCHAR
     /// without a space (visible ASCII but `"` and `\`).
-    static func isACRName(_ name: String) -> Bool {
-        (1...256).contains(name.utf8.count)
-            && name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
-    }
+    static func isACRName(_ name: String) -> Bool { PrintableText.isQuotableWord(name) }
 
     /// The class a request asks for: the first value of its `acr` request (from `acr_values` or `claims`) this
     /// provider supports, else a password.

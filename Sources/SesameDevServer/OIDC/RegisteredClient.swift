@@ -85,14 +85,29 @@ public struct RegisteredClient: Sendable, Hashable {
         guard !id.isEmpty, id.utf8.count <= 128, id.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
         else { throw DevServerError("--client: the client ID must be 1 to 128 visible ASCII characters") }
         guard !uris.isEmpty else { throw DevServerError("--client \(id): at least one redirect URI is needed") }
-        for uri in uris {
-            guard uri.utf8.allSatisfy(Self.isURICharacter), let parts = URLComponents(string: uri),
-                let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
-            else { throw DevServerError("--client \(id): \(uri) is not an absolute URI without a fragment") }
-            guard !isScriptable(uri) else {
-                throw DevServerError("--client \(id): \(uri) has a scheme a browser would run or open locally")
-            }
+        for uri in uris where !isRegistrable(uri) {
+            throw DevServerError(
+                isWellFormed(uri)
+                    ? "--client \(id): \(uri) has a scheme a browser would run or open locally"
+                    : "--client \(id): \(uri) is not an absolute URI without a fragment")
         }
+    }
+
+    /// Whether `uri` may be registered as a redirect or post-logout URI: absolute, visible ASCII, no fragment, at
+    /// most 2,048 bytes, and no scheme a browser runs (``isScriptable(_:)``).
+    static func isRegistrable(_ uri: String) -> Bool { isWellFormed(uri) && !isScriptable(uri) }
+
+    /// Absolute, visible ASCII, no fragment, at most 2,048 bytes (whatever the scheme).
+    static func isWellFormed(_ uri: String) -> Bool {
+        guard uri.utf8.count <= 2048, uri.utf8.allSatisfy(isURICharacter), let parts = URLComponents(string: uri),
+            let scheme = parts.scheme, !scheme.isEmpty, parts.fragment == nil
+        else { return false }
+        return true
+    }
+
+    /// Whether `uri` is `http` or `https` (what a form post may go to).
+    static func isHTTP(_ uri: String) -> Bool {
+        ["http", "https"].contains(URLComponents(string: uri)?.scheme?.lowercased() ?? "")
     }
 
     /// Schemes a browser runs or opens locally (`javascript:`, `data:`, …): never a redirect target, or a form

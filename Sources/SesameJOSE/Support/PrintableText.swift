@@ -17,6 +17,13 @@ package enum PrintableText {
         return String(result)
     }
 
+    /// Whether `text` is 1 to `limit` bytes of RFC 6749's NQCHAR without a space: visible ASCII but `"` and `\`
+    /// (an `acr` value, a scope token: safe inside a quoted string and in a message as it is).
+    package static func isQuotableWord(_ text: String, limit: Int = 256) -> Bool {
+        (1...limit).contains(text.utf8.count)
+            && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
+    }
+
     /// Whether `text` needs no change.
     package static func isClean(_ text: String) -> Bool { !text.unicodeScalars.contains(where: isUnsafe) }
 
