@@ -23,6 +23,9 @@ struct Counters: Sendable {
     var clientRegistrations = 0
     /// Token exchanges granted (RFC 8693).
     var tokenExchanges = 0
+    var deviceSessions = 0
+    var nativeSSOExchanges = 0
+    var deviceSessionsEnded = 0
 
     var jsonValue: JOSEValue {
         var requestCounts = JOSEObject()
@@ -39,6 +42,9 @@ struct Counters: Sendable {
             "passwordChecks": .integer(Int64(passwordChecks)),
             "clientRegistrations": .integer(Int64(clientRegistrations)),
             "tokenExchanges": .integer(Int64(tokenExchanges)),
+            "deviceSessions": .integer(Int64(deviceSessions)),
+            "nativeSSOExchanges": .integer(Int64(nativeSSOExchanges)),
+            "deviceSessionsEnded": .integer(Int64(deviceSessionsEnded)),
         ]
     }
 }

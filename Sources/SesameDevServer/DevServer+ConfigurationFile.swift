@@ -126,7 +126,7 @@ extension DevServer.Configuration {
     private static func client(_ value: JOSEValue, at path: String) throws -> RegisteredClient {
         let members = [
             "client_id", "redirect_uris", "post_logout_redirect_uris", "id_token_signed_response_alg", "grant_types",
-            "claims", "exchange_audiences",
+            "claims", "exchange_audiences", "native_sso_group",
         ]
         if let unknown = value.objectValue?.first(where: { !members.contains($0.name) }) {
             throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
@@ -157,6 +157,12 @@ extension DevServer.Configuration {
                 audiences.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 })
             else { throw DevServerError("\(path).exchange_audiences: a list of up to 20 audience or resource URIs") }
             client.exchangeAudiences = audiences
+        }
+        if let value = object["native_sso_group"] {
+            guard let group = value.stringValue, (1...64).contains(group.utf8.count),
+                group.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+            else { throw DevServerError("\(path).native_sso_group: a name of 1 to 64 visible ASCII characters") }
+            client.nativeSSOGroup = group
         }
         if let value = object["grant_types"] {
             guard let grants = Self.strings(value), let known = RegisteredClient.grantTypes(grants)

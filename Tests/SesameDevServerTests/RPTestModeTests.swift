@@ -25,6 +25,8 @@ import Testing
         // Sesame's step-up modes: a weaker acr shows only after a step-up (StepUpProviderTests), an old auth_time
         // in every ID token.
         .stepUpWeakerACR: [], .stepUpOldAuthTime: ["auth-time-old"],
+        // Sesame's Native SSO modes show only with device_sso and in the exchange (NativeSSOClientTests).
+        .nativeSSOMissingDeviceSecretHash: [], .nativeSSOOtherSubject: [],
     ]
 
     @Test("every mode produces exactly its defect", arguments: [nil] + RPTestMode.allCases)
@@ -40,7 +42,7 @@ import Testing
         defer { oidc.stop() }
         let list = try #require(try oidc.browser.get("/_dev/rp-tests").json)
         let names = list["tests"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
-        #expect(names == RPTestMode.allCases.map(\.rawValue) && names.count == 24)
+        #expect(names == RPTestMode.allCases.map(\.rawValue) && names.count == 26)
         #expect(
             list["tests"]?.arrayValue?.allSatisfy {
                 ["accept", "reject", "reject or try every key"].contains($0["expected"].string)

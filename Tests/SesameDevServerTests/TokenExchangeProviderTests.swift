@@ -51,8 +51,9 @@ import Testing
             ([("audience", api), ("resource", api)], "invalid_target"), ([], "invalid_target"),
             ([("audience", api), ("subject_token_type", "")], "invalid_request"),
             (
+                // An ID token is Native SSO's subject, for clients of a Native SSO group only.
                 [("audience", api), ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token")],
-                "invalid_request"
+                "unauthorized_client"
             ),
             (
                 [("audience", api), ("requested_token_type", "urn:ietf:params:oauth:token-type:id_token")],

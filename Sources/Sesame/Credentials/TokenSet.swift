@@ -50,6 +50,10 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     /// Stored with the tokens so that a missing or replaced key is noticed before anything is sent:
     /// ``AuthError/Code/dpopKeyMismatch`` ("sign in again"), never a Bearer request.
     public var dpopKeyThumbprint: String?
+    /// An OpenID Connect Native SSO device secret that came with the tokens (`device_secret`), before
+    /// ``OIDCAuth`` moves it to the store the vendor's apps share (``NativeSSOStore``); a session's own stored tokens
+    /// never carry one.
+    public var deviceSecret: String?
 
     /// Whether the tokens are bound to a DPoP key.
     ///
@@ -67,7 +71,8 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         receivedAt: Date? = nil,
         scope: String? = nil,
         user: User? = nil,
-        dpopKeyThumbprint: String? = nil
+        dpopKeyThumbprint: String? = nil,
+        deviceSecret: String? = nil
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -78,6 +83,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         self.scope = scope
         self.user = user
         self.dpopKeyThumbprint = dpopKeyThumbprint
+        self.deviceSecret = deviceSecret
     }
 
     /// The expiry to assume for a freshly received access token.
@@ -125,6 +131,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         if let expiresAt { parts.append("expires: \(ISO8601DateFormatter().string(from: expiresAt))") }
         if let user { parts.append("user: \(user.id)") }
         if let dpopKeyThumbprint { parts.append("DPoP key: \(dpopKeyThumbprint)") }
+        if deviceSecret != nil { parts.append("device secret: yes") }
         return "TokenSet(\(parts.joined(separator: ", ")))"
     }
 
@@ -140,6 +147,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
                 "refreshToken": refreshToken == nil ? "none" : "<redacted>",
                 "idToken": idToken == nil ? "none" : "<redacted>", "expiresAt": expiresAt as Any,
                 "scope": scope as Any, "user": user?.id as Any, "dpopKeyThumbprint": dpopKeyThumbprint as Any,
+                "deviceSecret": deviceSecret == nil ? "none" : "<redacted>",
             ], displayStyle: .struct)
     }
 }

@@ -80,6 +80,13 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         /// The provider refused a token exchange (RFC 8693) with an OAuth error (see ``AuthError/serverResponse``:
         /// `invalid_target` when the client may not get tokens for that audience or resource).
         public static let exchangeRejected = Code(rawValue: "exchange_rejected")
+        /// The provider refused a Native SSO sign-in (``OIDCAuth/signInWithNativeSSO(scope:)``): sign in with the
+        /// browser instead.
+        ///
+        /// ``AuthError/serverResponse`` has its OAuth error: `invalid_grant` when the shared sign-in is no longer good
+        /// (its device session ended: the shared entry is forgotten), `unauthorized_client` when this app may not
+        /// use it.
+        public static let nativeSSORejected = Code(rawValue: "native_sso_rejected")
     }
 
     /// The code.

@@ -108,12 +108,15 @@ public struct IDTokenValidator: Sendable {
         public var original: JWTClaims?
         /// The `acr_values` requested (a step-up, RFC 9470): `acr` must then be one of them (catalog STEP-03).
         public var acrValues: [String]?
+        /// The user the ID token must name: a Native SSO sign-in's shared user (catalog NSSO-02).
+        public var subject: String?
 
         /// Creates expectations.
         public init(
             nonce: String? = nil, accessToken: String? = nil, maxAge: TimeInterval? = nil, original: JWTClaims? = nil,
-            acrValues: [String]? = nil
+            acrValues: [String]? = nil, subject: String? = nil
         ) {
+            self.subject = subject
             self.nonce = nonce
             self.accessToken = accessToken
             self.maxAge = maxAge
@@ -198,6 +201,9 @@ public struct IDTokenValidator: Sendable {
                     "the ID token has \(stated), not one of the acr_values requested "
                         + "(\(PrintableText.sanitized(wanted.joined(separator: " "), limit: 200)))")
             }
+        }
+        if let subject = expectations.subject, claims.subject.map({ ByteExact.equals($0, subject) }) != true {
+            throw Self.rejection("subject_mismatch", "the ID token names another user than the shared sign-in")
         }
         if let original = expectations.original {
             guard let sub = claims.subject, let originalSub = original.subject, ByteExact.equals(sub, originalSub)

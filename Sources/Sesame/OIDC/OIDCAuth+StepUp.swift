@@ -84,8 +84,7 @@ extension OIDCAuth {
             error.reason = "subject_changed"
             throw error
         }
-        try await session.signIn(with: tokens)
-        return tokens
+        return try await finishSignIn(tokens)
     }
 }
 

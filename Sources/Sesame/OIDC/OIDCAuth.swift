@@ -26,8 +26,8 @@ public protocol AuthorizationUserAgent: Sendable {
 /// token means a refresh — one for every caller and every process sharing the store — not a new sign-in.
 ///
 /// To start without the network (an app with a stored session, offline), keep ``OIDCAuthProvider/metadata``
-/// after ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
-/// and use ``restore(metadata:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
+/// after ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
+/// and use ``restore(metadata:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
 /// next time; configure again when the network answers to pick up the provider's changes. `sesame` does exactly
 /// this: `login` configures, every later command restores.
 public final class OIDCAuth: Sendable {
@@ -39,11 +39,21 @@ public final class OIDCAuth: Sendable {
     let stepUps = StepUpCoordinator()
     /// Exchanged tokens (RFC 8693) by target and scope, until sign-out.
     let exchanged = LockedValue<[ExchangeCacheKey: ExchangedToken]>([:])
+    /// Where the vendor's apps share a sign-in (OpenID Connect Native SSO), if they do.
+    ///
+    /// With it, a sign-in whose scope has `device_sso` keeps the ID token and device secret there for the other
+    /// apps; ``signInWithNativeSSO(scope:)`` signs in from what another app kept; sign-out revokes the shared
+    /// sign-in of the same user, ending it in every app.
+    public let nativeSSO: NativeSSOStore?
 
-    /// A facade over `provider`, keeping credentials in `store` under `profile`; the session keeps the provider's
-    /// time source.
-    public init(provider: OIDCAuthProvider, store: any TokenStore, profile: String = "default") {
+    /// A facade over `provider`, keeping credentials in `store` under `profile` (and a shared sign-in in
+    /// `nativeSSO`); the session keeps the provider's time source.
+    public init(
+        provider: OIDCAuthProvider, store: any TokenStore, profile: String = "default",
+        nativeSSO: NativeSSOStore? = nil
+    ) {
         self.provider = provider
+        self.nativeSSO = nativeSSO
         session = AuthSession(provider: provider, store: store, profile: profile, timeSource: provider.timeSource)
     }
 
@@ -71,6 +81,7 @@ public final class OIDCAuth: Sendable {
     ///     ``FileDPoPKeyStore`` on Linux).
     ///   - dpopAlgorithms: for a key made now, the first of these the provider lists (all of them when it lists
     ///     none; catalog DPOP-08). An existing key is kept whatever its algorithm.
+    ///   - nativeSSO: where the vendor's apps share a sign-in (OpenID Connect Native SSO; ``nativeSSO``).
     ///   - transport: the HTTP transport.
     ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
     /// - Returns: the facade.
@@ -81,17 +92,18 @@ public final class OIDCAuth: Sendable {
         issuer: URL, clientID: String, redirectURI: String,
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
-        transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource()
+        nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,
+        timeSource: any TimeSource = SystemTimeSource()
     ) async throws -> OIDCAuth {
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer, transport: transport)
         return try await restore(
             metadata: metadata, clientID: clientID, redirectURI: redirectURI, scopes: scopes, store: store,
-            profile: profile, dpopKeys: dpopKeys, dpopAlgorithms: dpopAlgorithms, transport: transport,
-            timeSource: timeSource)
+            profile: profile, dpopKeys: dpopKeys, dpopAlgorithms: dpopAlgorithms, nativeSSO: nativeSSO,
+            transport: transport, timeSource: timeSource)
     }
 
     /// Makes the facade from metadata kept from an earlier
-    /// ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:transport:timeSource:)``
+    /// ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
     /// (``OIDCAuthProvider/metadata``, `Codable`), without the network: a stored session is usable offline.
     ///
     /// The metadata's endpoints are checked again (https, or http on loopback): a tampered copy cannot send tokens
@@ -105,7 +117,8 @@ public final class OIDCAuth: Sendable {
         metadata: OIDCProviderMetadata, clientID: String, redirectURI: String,
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
-        transport: any HTTPTransport = SesameHTTP.platformTransport, timeSource: any TimeSource = SystemTimeSource()
+        nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,
+        timeSource: any TimeSource = SystemTimeSource()
     ) async throws -> OIDCAuth {
         try metadata.checkEndpoints()
         var configuration = OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes)
@@ -127,7 +140,7 @@ public final class OIDCAuth: Sendable {
         }
         let provider = OIDCAuthProvider(
             metadata: metadata, configuration: configuration, transport: transport, timeSource: timeSource)
-        return OIDCAuth(provider: provider, store: store, profile: profile)
+        return OIDCAuth(provider: provider, store: store, profile: profile, nativeSSO: nativeSSO)
     }
 
     /// Signs in through `agent`.
@@ -143,9 +156,7 @@ public final class OIDCAuth: Sendable {
         let pending = try await provider.authorizationRequest(options)
         let redirect = try await agent.authorize(
             url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
-        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
-        try await session.signIn(with: tokens)
-        return tokens
+        return try await finishSignIn(try await provider.completeAuthorization(redirect: redirect, pending: pending))
     }
 
     /// Signs in with the device flow: `show` gets the code and where to enter it (display both, RFC 8628 §3.3), and
@@ -162,8 +173,7 @@ public final class OIDCAuth: Sendable {
             switch progress {
             case .waiting: await show(authorization, progress)
             case .signedIn(let tokens):
-                try await session.signIn(with: tokens)
-                return tokens
+                return try await finishSignIn(tokens)
             }
         }
         throw AuthError(.invalidResponse, "the device flow ended without tokens")
@@ -227,6 +237,7 @@ public final class OIDCAuth: Sendable {
             }
         }
         exchanged.withLock { $0 = [:] }
+        await endSharedSignIn(for: try? await session.currentTokens)
         return await session.signOut(revoke: true)
     }
 

@@ -111,9 +111,24 @@ extension OIDCAuthProvider {
                 idToken = returned
                 user = TokenSet.User(
                     id: claims.subject ?? "", email: claims["email"]?.stringValue, claims: claims.values.dictionary)
-            } else if previous == nil, wantsOpenID {
+            } else if previous == nil, wantsOpenID || expecting.subject != nil {
                 throw AuthError(.invalidResponse, "the token response has no id_token although openid was requested")
             }
+        }
+        // Native SSO §3.4 (NSSO-01): a device secret, only with a new sign-in, and only with an ID token that names
+        // its device session (sid) and is bound to it (ds_hash); a refresh answer's is not taken.
+        var deviceSecret: String?
+        if previous == nil, let secret = json["device_secret"] {
+            guard let text = secret.stringValue, RESTAuthProvider.isTokenText(text), let idToken,
+                let claims = try? JWT.unverifiedClaims(of: idToken), claims["sid"]?.stringValue != nil,
+                claims["ds_hash"]?.stringValue != nil
+            else {
+                throw AuthError(
+                    .invalidResponse,
+                    "the token response has a device_secret without an ID token naming sid and ds_hash (Native SSO §3.4)"
+                )
+            }
+            deviceSecret = text
         }
         return TokenSet(
             accessToken: access, tokenType: type, refreshToken: refresh, idToken: idToken,
@@ -122,7 +137,7 @@ extension OIDCAuthProvider {
             receivedAt: receivedAt,
             scope: json["scope"]?.stringValue ?? previous?.scope
                 ?? (previous == nil ? configuration.scopes.joined(separator: " ") : nil), user: user,
-            dpopKeyThumbprint: dpopThumbprint)
+            dpopKeyThumbprint: dpopThumbprint, deviceSecret: deviceSecret)
     }
 
     static func failure(_ response: SesameHTTP.Response, _ what: String) -> AuthError {

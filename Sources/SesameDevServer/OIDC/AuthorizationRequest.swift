@@ -137,7 +137,9 @@ struct AuthorizationRequest: Sendable, Equatable {
     var encoded: String { HTTPFormEncoding.encode(pairs) }
 
     /// Scopes this provider knows; others are refused (`invalid_scope`).
-    static let supportedScopes: Set<String> = ["openid", "profile", "email", "address", "phone", "offline_access"]
+    static let supportedScopes: Set<String> = [
+        "openid", "profile", "email", "address", "phone", "offline_access", "device_sso",
+    ]
 
     /// The response modes this provider offers.
     static let responseModes: Set<String> = ["query", "form_post"]
@@ -215,6 +217,9 @@ struct AuthorizationRequest: Sendable, Equatable {
         guard !scope.isEmpty else { return fail("invalid_scope", "scope is required") }
         if let unknown = scope.first(where: { !supportedScopes.contains($0) }) {
             return fail("invalid_scope", "the scope \(unknown) is not supported")
+        }
+        if scope.contains(DevServer.deviceSSOScope), !scope.contains("openid") {
+            return fail("invalid_scope", "device_sso needs openid (Native SSO §3.1)")
         }
         let prompt = Set((parameters["prompt"] ?? "").split(separator: " ").map(String.init))
         if let unknown = prompt.first(where: { !["none", "login", "consent", "select_account"].contains($0) }) {

@@ -11,7 +11,8 @@ extension DevServer {
     ]
     /// Claims the dev panel may not set: the protocol's own.
     static let protocolClaims: Set<String> = [
-        "iss", "sub", "aud", "azp", "exp", "iat", "nbf", "auth_time", "nonce", "at_hash", "c_hash", "jti", "sid", "cnf",
+        "iss", "sub", "aud", "azp", "exp", "iat", "nbf", "auth_time", "nonce", "at_hash", "c_hash", "jti", "sid",
+        "ds_hash", "cnf",
     ]
     /// Authorization codes live one minute (RFC 6749 §4.1.2 recommends at most ten).
     static let codeTTL: Int64 = 60
@@ -52,6 +53,14 @@ extension DevServer {
         switch AuthorizationRequest.validate(parameters, clients: clients) {
         case .success(let valid): authorization = valid
         case .failure(let rejection): return reject(rejection)
+        }
+        if authorization.scope.contains(Self.deviceSSOScope), clients[authorization.clientID]?.nativeSSOGroup == nil {
+            return redirect(
+                authorization,
+                error: OAuthFailure(
+                    "invalid_scope",
+                    "device_sso needs a client in a Native SSO group (native_sso_group); \(authorization.clientID) is in none"
+                ))
         }
         var session = browserSession(request)
         // id_token_hint (OIDC Core §3.1.2.1): an ID token of this issuer; a session of another user is no session

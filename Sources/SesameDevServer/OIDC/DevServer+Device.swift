@@ -24,6 +24,10 @@ extension DevServer {
         if let unknown = scope.first(where: { !AuthorizationRequest.supportedScopes.contains($0) }) {
             return Self.oauthError(OAuthFailure("invalid_scope", "the scope \(unknown) is not supported"))
         }
+        if scope.contains(Self.deviceSSOScope) {
+            // Native SSO shares a sign-in between apps on one device; the device flow signs in another device.
+            return Self.oauthError(OAuthFailure("invalid_scope", "device_sso is for the authorization code flow"))
+        }
         guard
             let (deviceCode, userCode) = try? store.storeDevice(
                 clientID: clientID, scope: scope, ttl: Self.deviceCodeTTL, interval: Self.deviceInterval, now: now)

@@ -112,6 +112,7 @@ extension DevServer {
                     + StandardClaims.byScope.keys.sorted().flatMap { StandardClaims.byScope[$0] ?? [] })
                     .map(JOSEValue.string)),
             "userinfo_endpoint_auth_methods_supported": ["header", "form"],
+            "native_sso_supported": true,
         ]
         var discovered = document
         if configuration.dynamicRegistration {
@@ -181,7 +182,7 @@ extension DevServer {
     /// An ID token (OIDC Core §2) for a grant, misbehaving as the RP test mode says.
     func idToken(
         for grant: DevStore.Grant, scope: [String], accessToken: String, nonce: String?, issuedAt: Int64,
-        fromRefresh: Bool
+        fromRefresh: Bool, nativeSSO: Bool = false
     ) throws -> String {
         let (issuer, mode) = state.withLock { ($0.issuer, $0.rpTest) }
         let profile = profile(of: grant.user)
@@ -211,6 +212,11 @@ extension DevServer {
         claims["exp"] = .integer(issuedAt + configuration.idTokenTTL)
         claims["auth_time"] = .integer(grant.authTime)
         if let nonce, !fromRefresh { claims["nonce"] = .string(nonce) }
+        // Native SSO §3.2: the device session and the binding to its secret.
+        if let sid = grant.deviceSession, let session = try store.deviceSession(id: sid) {
+            claims["sid"] = .string(sid)
+            claims["ds_hash"] = .string(session.dsHash)
+        }
         var algorithm = idTokenAlgorithm(for: grant.clientID)
         claims["at_hash"] = .string(Self.atHash(accessToken, algorithm: algorithm))
         var key = try signingKey(for: algorithm)
@@ -234,6 +240,8 @@ extension DevServer {
             claims["acr"] = .string(Self.passwordACR)
             claims["amr"] = Self.amr(for: Self.passwordACR)
         case .stepUpOldAuthTime: claims["auth_time"] = .integer(grant.authTime - 30 * 86400)
+        case .nativeSSOMissingDeviceSecretHash: claims["ds_hash"] = nil
+        case .nativeSSOOtherSubject where nativeSSO: claims["sub"] = .string(grant.user.id + "-other")
         case .invalidSignatureRS256:
             corrupt = true
             if algorithm != .rs256 { (key, algorithm) = (try testKey(.rs256, name: "rs256"), .rs256) }

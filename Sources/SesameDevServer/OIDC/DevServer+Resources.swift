@@ -114,6 +114,9 @@ extension DevServer {
                 }
                 // A full list never refuses a revocation: the token's grant ends instead (the stricter answer).
                 if !kept { try store.revokeGrant(id: grant.id) }
+            } else {
+                // A Native SSO device secret ends its device session: every app's grant from it (NSSO-04).
+                _ = try revokeDeviceSecret(token, clientID: clientID)
             }
         } catch {
             return Self.error(503, "temporarily_unavailable", "the token could not be revoked; try again")
@@ -147,6 +150,7 @@ extension DevServer {
         }
         var clientID = parameters["client_id"]
         var hinted = false
+        var hintClaims: JWTClaims?
         if let hint = parameters["id_token_hint"] {
             guard let claims = verifiedHint(hint), let audience = claims.audience, audience.count == 1 else {
                 return SignInPage.error(
@@ -159,6 +163,7 @@ extension DevServer {
                     heading: Self.logoutHeading)
             }
             clientID = audience[0]
+            hintClaims = claims
             // Someone else's ID token is no reason to end this browser's session without asking.
             let session = browserSession(request)
             hinted =
@@ -207,6 +212,8 @@ extension DevServer {
             return response
         }
         if let token = cookie(Self.sessionCookie, in: request) { try? store.deleteSession(token) }
+        // An ID token of a Native SSO device session ends that session in every app (NSSO-04).
+        if let hintClaims { endDeviceSession(named: hintClaims) }
         state.withLock { $0.counters.endSessions += 1 }
         var response: HTTPServerResponse
         if let target {

@@ -98,11 +98,16 @@ extension DevServer {
             )
         case .granted(let record, let grantID):
             if let key { try store.bind(grantID: grantID, toKey: key) }
-            guard let grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
+            guard var grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
             state.withLock { $0.counters.codeExchanges += 1 }
+            var extra: JOSEObject = [:]
+            if let (attached, secret) = try startDeviceSession(for: grant, now: issued) {
+                grant = attached
+                extra["device_secret"] = .string(secret)
+            }
             return try tokenResponse(
                 grant, scope: record.request.scope, nonce: record.request.nonce, issuedAt: issued, refreshToken: nil,
-                fromRefresh: false, key: key)
+                fromRefresh: false, key: key, extra: extra)
         }
     }
 
@@ -220,16 +225,17 @@ extension DevServer {
     }
 
     /// The token response (RFC 6749 §5.1, OIDC Core §3.1.3.3): a refresh token only with `offline_access`, an ID
-    /// token only with `openid`.
+    /// token only with `openid`; `extra` members added (a device secret, an issued token type).
     func tokenResponse(
         _ grant: DevStore.Grant, scope: [String], nonce: String?, issuedAt: Int64, refreshToken: String?,
-        fromRefresh: Bool, key: String? = nil
+        fromRefresh: Bool, key: String? = nil, extra: JOSEObject = [:], nativeSSO: Bool = false
     ) throws -> HTTPServerResponse {
         let access = try oidcAccessToken(for: grant, scope: scope, issuedAt: issuedAt, confirmation: key)
         var body: JOSEObject = [
             "access_token": .string(access), "token_type": .string(key == nil ? "Bearer" : "DPoP"),
             "expires_in": .integer(configuration.accessTokenTTL), "scope": .string(scope.joined(separator: " ")),
         ]
+        for member in extra { body[member.name] = member.value }
         if let refreshToken {
             body["refresh_token"] = .string(refreshToken)
         } else if grant.scope.contains("offline_access"), clients[grant.clientID]?.allows("refresh_token") ?? true {
@@ -240,7 +246,7 @@ extension DevServer {
             body["id_token"] = .string(
                 try idToken(
                     for: grant, scope: scope, accessToken: access, nonce: nonce, issuedAt: issuedAt,
-                    fromRefresh: fromRefresh))
+                    fromRefresh: fromRefresh, nativeSSO: nativeSSO))
         }
         recordIssued(access, kind: "access token", clientID: grant.clientID)
         if let id = body["id_token"]?.stringValue { recordIssued(id, kind: "ID token", clientID: grant.clientID) }

@@ -15,6 +15,9 @@ extension DevServer {
         guard let subjectToken = parameters["subject_token"], let subjectType = parameters["subject_token_type"] else {
             return fail("invalid_request", "subject_token and subject_token_type are required")
         }
+        if ByteExact.equals(subjectType, Self.idTokenType) {
+            return try nativeSSOExchange(parameters, clientID: clientID, key: key)
+        }
         guard ByteExact.equals(subjectType, Self.accessTokenType) else {
             return fail("invalid_request", "subject_token_type must be \(Self.accessTokenType)")
         }

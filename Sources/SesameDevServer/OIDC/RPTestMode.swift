@@ -27,6 +27,10 @@ public enum RPTestMode: String, CaseIterable, Sendable {
     case stepUpWeakerACR = "sesame-client-test-step-up-weaker-acr"
     /// Sesame's own (RFC 9470): the ID token's `auth_time` is thirty days old.
     case stepUpOldAuthTime = "sesame-client-test-step-up-old-auth-time"
+    /// Sesame's own (Native SSO): a token response with a device secret has an ID token without `ds_hash`.
+    case nativeSSOMissingDeviceSecretHash = "sesame-client-test-native-sso-missing-ds-hash"
+    /// Sesame's own (Native SSO): the ID token of a Native SSO exchange names another user.
+    case nativeSSOOtherSubject = "sesame-client-test-native-sso-other-sub"
 
     /// What a conforming client does: `reject` or `accept`.
     public var expectedOutcome: String {
@@ -65,6 +69,10 @@ public enum RPTestMode: String, CaseIterable, Sendable {
         case .stepUpWeakerACR:
             "after a step-up the ID token's acr is weaker than the acr_values asked for; refuse the result"
         case .stepUpOldAuthTime: "the ID token's auth_time is 30 days old; refuse it when max_age was asked for"
+        case .nativeSSOMissingDeviceSecretHash:
+            "a device_secret comes with an ID token without ds_hash; refuse the sign-in, share nothing"
+        case .nativeSSOOtherSubject:
+            "the ID token of a Native SSO exchange names another user than the shared one; refuse it"
         case .invalidAuthorizationResponseIssuer:
             "the authorization response's iss is not the issuer (RFC 9207); reject it, exchange no code"
         case .removedAuthorizationResponseIssuer:

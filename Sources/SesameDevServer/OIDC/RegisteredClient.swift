@@ -31,6 +31,11 @@ public struct RegisteredClient: Sendable, Hashable {
     /// The audiences or resources this client may exchange its access tokens for (RFC 8693, `audience` or
     /// `resource` compared byte for byte); empty refuses every exchange (`invalid_target`).
     public var exchangeAudiences: [String] = []
+    /// The Native SSO group: clients of one vendor that share a sign-in on a device (OpenID Connect Native SSO).
+    ///
+    /// A client of a group may ask for the `device_sso` scope, and may sign in with the ID token and device secret
+    /// that another client of the same group received. Nil: no Native SSO (`device_sso` is `invalid_scope`).
+    public var nativeSSOGroup: String?
     /// The grant types this client may use; nil allows every one.
     ///
     /// They are `authorization_code`, `refresh_token` and the device grant; a client without `refresh_token` gets

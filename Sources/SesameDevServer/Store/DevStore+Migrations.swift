@@ -36,6 +36,28 @@ extension DevStore {
                     """)
             }
         }
+        if version < 6 {
+            // Schema 6: device sessions (OpenID Connect Native SSO): one sign-in shared by a vendor's apps on one
+            // device, its secret stored as a hash; a grant remembers the device session it belongs to.
+            try database.transaction {
+                try database.execute(
+                    """
+                    CREATE TABLE device_sessions (
+                        id TEXT PRIMARY KEY,
+                        secret_hash BLOB NOT NULL UNIQUE,
+                        ds_hash TEXT NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES users(id),
+                        sso_group TEXT NOT NULL,
+                        auth_time INTEGER NOT NULL,
+                        acr TEXT,
+                        expires_at INTEGER NOT NULL,
+                        ended INTEGER NOT NULL DEFAULT 0
+                    );
+                    ALTER TABLE refresh_families ADD COLUMN device_session TEXT;
+                    PRAGMA user_version = 6;
+                    """)
+            }
+        }
     }
 
     private func migrateToVersion1() throws {

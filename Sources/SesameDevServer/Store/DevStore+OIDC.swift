@@ -18,6 +18,8 @@ extension DevStore {
         var requestClaims: String? = nil
         /// How the user authenticated (`acr`); nil for grants made before schema 5 (a password).
         var acr: String? = nil
+        /// The device session (Native SSO `sid`) this grant belongs to, if any.
+        var deviceSession: String? = nil
     }
 
     static func newSecret() -> String { Base64URL.encode(JOSECrypto.randomBytes(32)) }
@@ -26,15 +28,15 @@ extension DevStore {
 
     func createGrant(
         userID: String, clientID: String, scope: [String], authTime: Int64, claims: String?, now: Int64,
-        requestClaims: String? = nil, acr: String? = nil
+        requestClaims: String? = nil, acr: String? = nil, deviceSession: String? = nil
     ) throws -> String {
         let id = UUID().uuidString.lowercased()
         try database.query(
-            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims, request_claims, acr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO refresh_families (id, user_id, created_at, client_id, scope, auth_time, claims, request_claims, acr, device_session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(id), .text(userID), .integer(now), .text(clientID), .text(scope.joined(separator: " ")),
                 .integer(authTime), claims.map(SQLiteValue.text) ?? .null, requestClaims.map(SQLiteValue.text) ?? .null,
-                acr.map(SQLiteValue.text) ?? .null,
+                acr.map(SQLiteValue.text) ?? .null, deviceSession.map(SQLiteValue.text) ?? .null,
             ])
         return id
     }
@@ -43,7 +45,7 @@ extension DevStore {
     func activeGrant(id: String) throws -> Grant? {
         guard
             let row = try database.query(
-                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims, f.request_claims, f.acr FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
+                "SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims, f.request_claims, f.acr, f.device_session FROM refresh_families f JOIN users u ON u.id = f.user_id WHERE f.id = ? AND f.revoked = 0",
                 [.text(id)]
             ).first
         else { return nil }
@@ -56,7 +58,8 @@ extension DevStore {
         return Grant(
             id: id, user: User(id: userID, email: row[2].text), clientID: clientID,
             scope: (row[4].text ?? "").split(separator: " ").map(String.init), authTime: row[5].integer ?? 0,
-            claims: row[6].text, requestClaims: row[index].text, acr: row[index + 1].text)
+            claims: row[6].text, requestClaims: row[index].text, acr: row[index + 1].text,
+            deviceSession: row[index + 2].text)
     }
 
     /// The DPoP key thumbprint grant `id` is bound to, if any.
@@ -105,7 +108,7 @@ extension DevStore {
                 let row = try database.query(
                     """
                     SELECT f.id, f.user_id, u.email, f.client_id, f.scope, f.auth_time, f.claims,
-                        t.expires_at, t.used, t.used_at, f.revoked, f.request_claims, f.acr
+                        t.expires_at, t.used, t.used_at, f.revoked, f.request_claims, f.acr, f.device_session
                     FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id JOIN users u ON u.id = f.user_id
                     WHERE t.hash = ? AND f.client_id IS NOT NULL
                     """, [.blob(hash)]

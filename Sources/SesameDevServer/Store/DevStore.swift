@@ -5,7 +5,7 @@ import SesameJOSE
 ///
 /// Refresh tokens are stored only as SHA-256 hashes; passwords as PBKDF2-HMAC-SHA256 with a per-user salt.
 final class DevStore: Sendable {
-    static let schemaVersion: Int64 = 5
+    static let schemaVersion: Int64 = 6
 
     let database: SQLiteDatabase
     /// Public keys already read, by `kid`.

@@ -66,7 +66,11 @@ struct LogoutCommand: SesameCommand {
                 FileHandle.standardError.write(Data("warning: the provider has no end-session endpoint\n".utf8))
             }
         }
-        let result = await context.session.signOut(revoke: revokes)
+        // Through the facade for OpenID Connect: it also ends a sign-in shared with other profiles (Native SSO).
+        let result =
+            if revokes, let auth = context.oidc { await auth.signOut() } else {
+                await context.session.signOut(revoke: revokes)
+            }
         if case .failed(let error) = result.revocation {
             FileHandle.standardError.write(
                 Data(

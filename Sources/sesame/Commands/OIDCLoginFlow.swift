@@ -40,8 +40,13 @@ struct OIDCLoginFlow: Sendable {
     )
     static let maxAge = OptionSpec(
         "--max-age", value: "S", "ask for a sign-in at most S seconds old (the ID token's auth_time is checked)")
+    static let nativeSSO = OptionSpec(
+        "--native-sso", value: "NAME",
+        "share the sign-in with other profiles' clients of the same vendor through the shared entry NAME (OpenID Connect Native SSO: adds the device_sso scope); when NAME holds a sign-in of this issuer, sign in from it with no browser"
+    )
     static let options = [
         issuer, clientID, scope, redirectURI, resource, noBrowser, device, dpop, dpopAlgorithm, acrValues, maxAge,
+        nativeSSO,
     ]
 
     /// The DPoP key algorithms `login --dpop-alg` offers, in the order chosen when the provider lists several.
@@ -61,6 +66,8 @@ struct OIDCLoginFlow: Sendable {
     let requestedAlgorithm: JWSAlgorithm?
     /// `acr_values` and `max_age` for the authorization request (a step-up).
     let authorizationOptions: AuthorizationOptions
+    /// The shared entry for Native SSO, if any.
+    let nativeSSOEntry: String?
 
     /// Reads and checks every option (exit 2 before any network call).
     ///
@@ -87,9 +94,18 @@ struct OIDCLoginFlow: Sendable {
             }
             resources.append(origin.description)
         }
+        nativeSSOEntry = arguments.value(Self.nativeSSO)
+        if let entry = nativeSSOEntry {
+            guard ProfileName.isValid(entry) else {
+                throw arguments.usage("--native-sso takes a name of 1-64 of A-Z a-z 0-9 . _ -, not starting with '.'")
+            }
+            if device { throw arguments.usage("--native-sso needs the browser sign-in: drop --device") }
+        }
         issuerURL = issuer
         client = clientID
-        scopes = (arguments.value(Self.scope) ?? Self.defaultScope).split(separator: " ").map(String.init)
+        var scopes = (arguments.value(Self.scope) ?? Self.defaultScope).split(separator: " ").map(String.init)
+        if nativeSSOEntry != nil, !scopes.contains("device_sso") { scopes.append("device_sso") }
+        self.scopes = scopes
         self.resources = resources
         redirect = device ? nil : try Self.redirectParts(arguments.value(Self.redirectURI), command: arguments.command)
         opensBrowser = !arguments.flag(Self.noBrowser)
@@ -142,7 +158,8 @@ struct OIDCLoginFlow: Sendable {
             return try await OIDCAuth.restore(
                 metadata: settings.metadata, clientID: settings.clientID, redirectURI: settings.redirectURI,
                 scopes: settings.scopes, store: store, profile: profile.name,
-                dpopKeys: settings.dpop == true ? try dpopKeys(profile) : nil)
+                dpopKeys: settings.dpop == true ? try dpopKeys(profile) : nil,
+                nativeSSO: try settings.nativeSSO.map(profile.nativeSSOStore))
         } catch let error as AuthError where error.code == .insecureEndpoint {
             throw CLIError(
                 status: .failure, code: "profile_corrupt",
@@ -183,7 +200,8 @@ struct OIDCLoginFlow: Sendable {
             auth = try await OIDCAuth.configure(
                 issuer: issuerURL, clientID: client, redirectURI: redirectURI, scopes: scopes, store: store,
                 profile: profile.name, dpopKeys: keys,
-                dpopAlgorithms: requestedAlgorithm.map { [$0] } ?? Self.dpopChoices)
+                dpopAlgorithms: requestedAlgorithm.map { [$0] } ?? Self.dpopChoices,
+                nativeSSO: try nativeSSOEntry.map(profile.nativeSSOStore))
         } catch let error as AuthError where error.code == .configuration && error.message.contains("DPoP algorithm") {
             throw CLIError(status: .failure, code: "dpop_unsupported", message: error.message)
         }
@@ -192,18 +210,34 @@ struct OIDCLoginFlow: Sendable {
                 Data("warning: the provider does not list DPoP algorithms; trying anyway\n".utf8))
         }
         let previous = (try? profile.settings()).flatMap { $0 }
-        let tokens: TokenSet
-        if let agent {
+        var tokens: TokenSet?
+        var how = ""
+        if nativeSSOEntry != nil, authorizationOptions.acrValues == nil, authorizationOptions.maxAge == nil {
+            // A sibling's shared sign-in first, with no browser; anything that makes it unusable means the browser.
+            do {
+                tokens = try await auth.signInWithNativeSSO()
+                how = ", from the shared sign-in"
+            } catch let error as AuthError
+                where [.notSignedIn, .nativeSSORejected, .issuerMismatch, .storeCorrupt].contains(error.code)
+            {
+                FileHandle.standardError.write(
+                    Data("no usable shared sign-in (\(CLI.describe(error))); signing in with the browser\n".utf8))
+            }
+        }
+        if let done = tokens {
+            tokens = done
+        } else if let agent {
             tokens = try await auth.signIn(with: agent, options: authorizationOptions)
         } else {
             tokens = try await auth.signInOnAnotherDevice { authorization, progress in
                 if progress == nil { Self.show(authorization) }
             }
         }
+        guard let tokens else { throw CLIError(status: .failure, code: "invalid_response", message: "no tokens") }
         if !usesDPoP { try? await Self.dpopKeys(profile).deleteKey(profile: profile.name) }
         let settings = Profile.OIDCSettings(
             clientID: client, redirectURI: redirectURI, scopes: scopes, metadata: auth.provider.metadata,
-            dpop: usesDPoP)
+            dpop: usesDPoP, nativeSSO: nativeSSOEntry)
         try profile.save(
             Profile.Settings(
                 kind: .oidc, baseURL: issuerURL.absoluteString, store: kind, origins: resources,
@@ -213,7 +247,7 @@ struct OIDCLoginFlow: Sendable {
         FileHandle.standardError.write(
             Data(
                 ("signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), "
-                    + "\(kind.rawValue) store)\n").utf8))
+                    + "\(kind.rawValue) store\(how))\n").utf8))
     }
 
     /// The authorization URL on its own line, so a script (or a person) can take it (DESIGN §4), then the browser.

@@ -50,7 +50,8 @@ struct ServeCommand: SesameCommand {
 
         CONFIGURATION FILE (--config): {"users": [{"email","password","sub"?,"claims"?}],
           "clients": [{"client_id","redirect_uris","post_logout_redirect_uris"?,"id_token_signed_response_alg"?,
-          "grant_types"?,"exchange_audiences"?,"claims"?}], "claims": {…}, "dynamic_registration": BOOL,
+          "grant_types"?,"exchange_audiences"?,"native_sso_group"?,"claims"?}], "claims": {…},
+          "dynamic_registration": BOOL,
           "issuers": {"NAME": {same, no issuers}}}.
           Standard user claims (given_name, address, phone_number, …) answer the profile, email, address and
           phone scopes and the claims parameter; other claims go in every ID token and UserInfo answer. Client

@@ -95,6 +95,8 @@ struct Profile: Sendable {
         /// Whether the tokens are DPoP-bound to the profile's key (`NAME.dpop.jwk` beside the credentials, kept by
         /// the SDK's `FileDPoPKeyStore`).
         var dpop: Bool?
+        /// The shared entry (OpenID Connect Native SSO) this profile's sign-in is shared through, if any.
+        var nativeSSO: String?
     }
 
     let name: String
@@ -127,6 +129,17 @@ struct Profile: Sendable {
     var settingsURL: URL { home.appendingPathComponent("profiles/\(name).json") }
     var credentialsDirectory: URL { home.appendingPathComponent("credentials") }
     var lockDirectory: URL { home.appendingPathComponent("locks") }
+
+    /// The sign-ins shared between profiles (`login --native-sso NAME`): entry NAME of a file store in `shared/`,
+    /// where each device secret is kept (0600) and nowhere else.
+    func nativeSSOStore(_ entry: String) throws -> NativeSSOStore {
+        do {
+            return NativeSSOStore(
+                store: try FileTokenStore(directory: home.appendingPathComponent("shared")), profile: entry)
+        } catch let error as AuthError {
+            throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
+        }
+    }
     /// The settings, or nil when the profile does not exist.
     ///
     /// A corrupt file is moved aside and reported.
