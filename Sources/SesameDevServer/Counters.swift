@@ -23,6 +23,8 @@ struct Counters: Sendable {
     var clientRegistrations = 0
     /// Token exchanges granted (RFC 8693).
     var tokenExchanges = 0
+    var clientCredentialsGrants = 0
+    var clientAuthenticationFailures = 0
     var deviceSessions = 0
     var nativeSSOExchanges = 0
     var deviceSessionsEnded = 0
@@ -42,6 +44,8 @@ struct Counters: Sendable {
             "passwordChecks": .integer(Int64(passwordChecks)),
             "clientRegistrations": .integer(Int64(clientRegistrations)),
             "tokenExchanges": .integer(Int64(tokenExchanges)),
+            "clientCredentialsGrants": .integer(Int64(clientCredentialsGrants)),
+            "clientAuthenticationFailures": .integer(Int64(clientAuthenticationFailures)),
             "deviceSessions": .integer(Int64(deviceSessions)),
             "nativeSSOExchanges": .integer(Int64(nativeSSOExchanges)),
             "deviceSessionsEnded": .integer(Int64(deviceSessionsEnded)),

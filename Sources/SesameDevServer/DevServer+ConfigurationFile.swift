@@ -126,15 +126,18 @@ extension DevServer.Configuration {
     private static func client(_ value: JOSEValue, at path: String) throws -> RegisteredClient {
         let members = [
             "client_id", "redirect_uris", "post_logout_redirect_uris", "id_token_signed_response_alg", "grant_types",
-            "claims", "exchange_audiences", "native_sso_group",
+            "claims", "exchange_audiences", "native_sso_group", "token_endpoint_auth_method", "jwks", "client_secret",
+            "scope",
         ]
         if let unknown = value.objectValue?.first(where: { !members.contains($0.name) }) {
             throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
         }
+        // A service account (client_credentials only) needs no redirect URI.
+        let serviceOnly = Self.strings(value["grant_types"]) == ["client_credentials"]
         guard let object = value.objectValue, let id = object["client_id"]?.stringValue,
-            let uris = Self.strings(object["redirect_uris"])
+            let uris = Self.strings(object["redirect_uris"] ?? (serviceOnly ? [] : nil))
         else { throw DevServerError("\(path): an object with client_id and redirect_uris (strings)") }
-        try RegisteredClient.check(id: id, redirectURIs: uris)
+        try RegisteredClient.check(id: id, redirectURIs: uris, serviceOnly: serviceOnly)
         var logout: [String]?
         if let value = object["post_logout_redirect_uris"] {
             guard let list = Self.strings(value), list.allSatisfy(RegisteredClient.isRegistrable)
@@ -158,6 +161,13 @@ extension DevServer.Configuration {
             else { throw DevServerError("\(path).exchange_audiences: a list of up to 20 audience or resource URIs") }
             client.exchangeAudiences = audiences
         }
+        client.tokenEndpointAuthentication = try Self.authentication(object, at: path)
+        if let value = object["scope"] {
+            guard let text = value.stringValue, text.utf8.count <= 1024,
+                text.split(separator: " ").allSatisfy({ PrintableText.isQuotableWord(String($0)) })
+            else { throw DevServerError("\(path).scope: space-separated scope names") }
+            client.allowedScopes = text.split(separator: " ").map(String.init)
+        }
         if let value = object["native_sso_group"] {
             guard let group = value.stringValue, (1...64).contains(group.utf8.count),
                 group.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
@@ -169,10 +179,49 @@ extension DevServer.Configuration {
             else {
                 throw DevServerError(
                     "\(path).grant_types: a list of authorization_code, refresh_token, "
-                        + "urn:ietf:params:oauth:grant-type:device_code")
+                        + "urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:token-exchange, "
+                        + "client_credentials")
             }
             client.grantTypes = known
         }
         return client
+    }
+
+    /// `token_endpoint_auth_method` with its `jwks` or `client_secret` (RFC 7591 §2): none by default.
+    private static func authentication(_ object: JOSEObject, at path: String) throws
+        -> RegisteredClient.TokenEndpointAuthentication
+    {
+        let method = object["token_endpoint_auth_method"]
+        let secret = object["client_secret"]?.stringValue
+        switch method?.stringValue {
+        case nil where method == nil:
+            guard object["jwks"] == nil, object["client_secret"] == nil else {
+                throw DevServerError("\(path): jwks and client_secret need a token_endpoint_auth_method")
+            }
+            return .none
+        case "none"?:
+            guard object["jwks"] == nil, object["client_secret"] == nil else {
+                throw DevServerError("\(path): a public client (none) has no jwks or client_secret")
+            }
+            return .none
+        case "private_key_jwt"?:
+            guard let jwks = object["jwks"], let keys = try? JWKSet(json: jwks.jsonBytes), !keys.keys.isEmpty,
+                keys.keys.allSatisfy({ !$0.isPrivate && $0.keyType != .octet }), object["client_secret"] == nil
+            else {
+                throw DevServerError(
+                    "\(path).jwks: private_key_jwt needs a JWKS of the client's public keys (no private parts, no secret)"
+                )
+            }
+            return .privateKeyJWT(jwks: String(decoding: jwks.jsonBytes, as: UTF8.self))
+        case "client_secret_basic"?, "client_secret_post"?:
+            guard let secret, secret.utf8.count >= 16, secret.utf8.count <= 512, object["jwks"] == nil else {
+                throw DevServerError("\(path).client_secret: a secret of 16 to 512 bytes (and no jwks)")
+            }
+            return method?.stringValue == "client_secret_basic"
+                ? .clientSecretBasic(secret: secret) : .clientSecretPost(secret: secret)
+        default:
+            throw DevServerError(
+                "\(path).token_endpoint_auth_method: none, private_key_jwt, client_secret_basic or client_secret_post")
+        }
     }
 }

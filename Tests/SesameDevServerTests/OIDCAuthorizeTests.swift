@@ -19,7 +19,11 @@ import Testing
         #expect(document["code_challenge_methods_supported"] == ["S256"])
         #expect(document["authorization_response_iss_parameter_supported"] == true)
         #expect(document["response_types_supported"] == ["code"])
-        #expect(document["token_endpoint_auth_methods_supported"] == ["none"])
+        #expect(
+            document["token_endpoint_auth_methods_supported"]
+                == ["none", "private_key_jwt", "client_secret_basic", "client_secret_post"])
+        #expect(document["token_endpoint_auth_signing_alg_values_supported"] == ["RS256", "PS256", "ES256", "EdDSA"])
+        #expect(document["native_sso_supported"] == true)
         // RS256 is mandatory (OIDC Core §15.1); each client gets its registered algorithm.
         #expect(document["id_token_signing_alg_values_supported"] == ["RS256", "ES256", "EdDSA"])
         #expect(document["dpop_signing_alg_values_supported"]?.arrayValue?.contains("ES256") == true)
@@ -27,7 +31,7 @@ import Testing
             document["grant_types_supported"]
                 == [
                     "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
-                    "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "urn:ietf:params:oauth:grant-type:token-exchange", "client_credentials",
                 ])
         for (name, path) in [
             ("authorization_endpoint", "/authorize"), ("token_endpoint", "/token"), ("jwks_uri", "/jwks"),

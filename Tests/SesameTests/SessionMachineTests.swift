@@ -136,6 +136,21 @@ import Testing
         #expect(machine(phase).decide(wanted: 60, now: Self.now) == decision)
     }
 
+    @Test("a provider that renews without a refresh token (client credentials) renews within the leeway, snapshot too")
+    func renewsWithoutRefreshToken() {
+        let tokens = TokenSet(
+            accessToken: "service", expiresAt: Self.now.addingTimeInterval(30),
+            receivedAt: Self.now.addingTimeInterval(-270))
+        #expect(
+            SessionMachine.decide(tokens, generation: 1, pendingSave: false, wanted: 60, now: Self.now, renews: true)
+                == .refresh(.expiring(60)))
+        #expect(
+            SessionMachine.decide(tokens, generation: 1, pendingSave: false, wanted: 60, now: Self.now, renews: false)
+                == .use(tokens, generation: 1))
+        #expect(!SessionMachine.Snapshot(tokens: tokens, generation: 1, leeway: 60, renews: true).usable(at: Self.now))
+        #expect(SessionMachine.Snapshot(tokens: tokens, generation: 1, leeway: 60).usable(at: Self.now))
+    }
+
     @Test(
         "the snapshot read without the actor says 'use' exactly when decide does, on both sides of every boundary",
         arguments: [

@@ -48,12 +48,31 @@ extension OIDCAuthProvider {
     func postForm(_ url: URL, _ pairs: [(String, String)], headers extra: SesameHTTP.Headers = [:]) async throws
         -> SesameHTTP.Response
     {
+        let (pairs, authentication) = try authenticated(pairs, for: url)
         var headers: SesameHTTP.Headers = [
             "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
         ]
         for field in extra { headers[field.name] = field.value }
+        for field in authentication { headers[field.name] = field.value }
         return try await transport.send(
             SesameHTTP.Request(method: "POST", url: url, headers: headers, body: Data(Self.formEncode(pairs).utf8)))
+    }
+
+    /// `pairs` with this client's authentication (``Configuration/clientAuthentication``) when `url` is one of the
+    /// provider's endpoints that take it — token, PAR, revocation, device authorization — and unchanged elsewhere:
+    /// a client's credentials go nowhere else.
+    func authenticated(_ pairs: [(String, String)], for url: URL) throws -> (
+        pairs: [(String, String)], headers: SesameHTTP.Headers
+    ) {
+        let authentication = configuration.clientAuthentication
+        let endpoints = [
+            metadata.tokenEndpoint, metadata.pushedAuthorizationRequestEndpoint, metadata.revocationEndpoint,
+            metadata.deviceAuthorizationEndpoint,
+        ].compactMap { $0 }
+        guard authentication.isConfidential, endpoints.contains(url) else { return (pairs, [:]) }
+        return try authentication.apply(
+            to: pairs, clientID: configuration.clientID, issuer: metadata.issuer, tokenEndpoint: metadata.tokenEndpoint,
+            now: timeSource.now.addingTimeInterval(clock.withLock { $0 }))
     }
 
     /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
@@ -63,10 +82,13 @@ extension OIDCAuthProvider {
         guard let dpopSigner else {
             throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
         }
+        let (pairs, authentication) = try authenticated(pairs, for: url)
+        var headers: SesameHTTP.Headers = [
+            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
+        ]
+        for field in authentication { headers[field.name] = field.value }
         let request = SesameHTTP.Request(
-            method: "POST", url: url,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(Self.formEncode(pairs).utf8))
+            method: "POST", url: url, headers: headers, body: Data(Self.formEncode(pairs).utf8))
         let proof = DPoPProofAuthenticator(signer: dpopSigner, nonces: dpopNonces, timeSource: timeSource)
         var exchange = AuthenticatedExchange(request, authenticator: proof, credentials: .none)
         return try await exchange.run(on: transport)
@@ -147,11 +169,13 @@ extension OIDCAuthProvider {
     }
 
     static func formEncode(_ pairs: [(String, String)]) -> String {
+        pairs.map { formComponent($0.0) + "=" + formComponent($0.1) }.joined(separator: "&")
+    }
+
+    /// `text` percent-encoded for a form: everything but unreserved characters.
+    static func formComponent(_ text: String) -> String {
         let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-        return pairs.map {
-            ($0.0.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") + "="
-                + ($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
-        }.joined(separator: "&")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form RFC 9110 lets a sender use.

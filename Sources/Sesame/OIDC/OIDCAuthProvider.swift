@@ -55,6 +55,10 @@ public struct OIDCAuthProvider: AuthProvider {
         ///
         /// Default on.
         public var learnsClockFromDateHeader = true
+        /// How this client authenticates at the provider's token, PAR, revocation and device endpoints.
+        ///
+        /// Default ``ClientAuthentication/none`` (a public client, as native apps are).
+        public var clientAuthentication: ClientAuthentication = .none
 
         /// When to push authorization requests.
         public enum PushedRequests: Sendable {

@@ -32,6 +32,9 @@ public protocol AuthProvider: Sendable {
     /// How this provider's tokens go on a request: ``AuthorizedClient``'s ``AuthorizedClient/Authorization/session``
     /// and UserInfo use it. Bearer unless the provider binds its tokens to a key (DPoP).
     var credentialScheme: any Authenticator { get }
+    /// Whether ``refresh(_:)`` gets new credentials without a refresh token (the client credentials grant): the
+    /// session then renews them before they expire, as it does refreshable ones. False by default.
+    var renewsWithoutRefreshToken: Bool { get }
 }
 
 extension AuthProvider {
@@ -43,4 +46,6 @@ extension AuthProvider {
 
     /// `Authorization: Bearer` (``BearerAuthenticator``).
     public var credentialScheme: any Authenticator { BearerAuthenticator() }
+    /// False: without a refresh token, credentials are used until they expire.
+    public var renewsWithoutRefreshToken: Bool { false }
 }

@@ -122,7 +122,7 @@ public actor AuthSession {
         self.timeSource = timeSource
         // A negative or NaN leeway would hand out expired tokens: finite and at least zero.
         self.leeway = refreshLeeway.isFinite ? max(0, refreshLeeway) : 60
-        machine = SessionMachine(budget: refreshBudget)
+        machine = SessionMachine(budget: refreshBudget, renewsWithoutRefreshToken: provider.renewsWithoutRefreshToken)
     }
 
     deinit { broadcaster.finish() }

@@ -9,17 +9,19 @@ extension SessionMachine {
         case .refreshing: return .refresh(.expiring(wanted))
         case .active(let tokens):
             return Self.decide(
-                tokens, generation: generation, pendingSave: pendingSave != nil, wanted: wanted, now: now)
+                tokens, generation: generation, pendingSave: pendingSave != nil, wanted: wanted, now: now,
+                renews: renewsWithoutRefreshToken)
         }
     }
 
     /// The rule for credentials in hand (``Phase/active``): use them, or refresh first.
-    static func decide(_ tokens: TokenSet, generation: Int, pendingSave: Bool, wanted: TimeInterval, now: Date)
-        -> Decision
-    {
-        // Without a refresh token an early refresh is impossible: a token still valid is used until it expires.
+    static func decide(
+        _ tokens: TokenSet, generation: Int, pendingSave: Bool, wanted: TimeInterval, now: Date, renews: Bool = false
+    ) -> Decision {
+        // Without a refresh token an early refresh is impossible (unless the provider renews without one, as the
+        // client credentials grant does): a token still valid is used until it expires.
         let stillValid = tokens.expiresAt.map { $0 > now } ?? true
-        if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || !stillValid {
+        if tokens.needsRefresh(at: now, leeway: wanted), tokens.refreshToken != nil || renews || !stillValid {
             return .refresh(.expiring(wanted))
         }
         if pendingSave { return .refresh(.persist) }
@@ -30,7 +32,7 @@ extension SessionMachine {
     /// nothing waits to be saved (nil otherwise).
     func snapshot(leeway: TimeInterval) -> Snapshot? {
         guard case .active(let tokens) = phase, pendingSave == nil else { return nil }
-        return Snapshot(tokens: tokens, generation: generation, leeway: leeway)
+        return Snapshot(tokens: tokens, generation: generation, leeway: leeway, renews: renewsWithoutRefreshToken)
     }
 
     /// The credentials in hand, with what ``decide(wanted:now:)`` needs worked out once.
@@ -48,12 +50,12 @@ extension SessionMachine {
         /// token, 0 without one (then the token is used until it expires).
         private let margin: TimeInterval
 
-        init(tokens: TokenSet, generation: Int, leeway: TimeInterval) {
+        init(tokens: TokenSet, generation: Int, leeway: TimeInterval, renews: Bool = false) {
             self.tokens = tokens
             self.generation = generation
             bearerValue = tokens.isDPoPBound ? nil : "Bearer " + tokens.accessToken
             expiresAt = tokens.expiresAt
-            margin = tokens.refreshToken == nil ? 0 : tokens.effectiveLeeway(leeway)
+            margin = tokens.refreshToken == nil && !renews ? 0 : tokens.effectiveLeeway(leeway)
         }
 
         /// Whether ``decide(wanted:now:)`` with the snapshot's leeway would use these credentials at `now`: the

@@ -93,8 +93,14 @@ struct SessionMachine {
     private var discarded: TokenSet?
     private var refreshTimes: [ContinuousClock.Instant] = []
     let budget: AuthSession.RefreshBudget
+    /// Whether the provider gets new credentials without a refresh token (``AuthProvider/renewsWithoutRefreshToken``):
+    /// then credentials are renewed within the leeway like refreshable ones.
+    let renewsWithoutRefreshToken: Bool
 
-    init(budget: AuthSession.RefreshBudget) { self.budget = budget }
+    init(budget: AuthSession.RefreshBudget, renewsWithoutRefreshToken: Bool = false) {
+        self.budget = budget
+        self.renewsWithoutRefreshToken = renewsWithoutRefreshToken
+    }
 
     /// The credentials in hand.
     var tokens: TokenSet? {

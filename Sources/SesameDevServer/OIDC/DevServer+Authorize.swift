@@ -330,6 +330,8 @@ extension DevServer {
         guard parameters["request_uri"] == nil else {
             return Self.oauthError(OAuthFailure("invalid_request", "request_uri cannot be pushed"))
         }
+        // A confidential client authenticates here too (RFC 9126 §2); a public one sends its client_id.
+        if case .refused(let refusal) = authenticateClient(request, parameters, endpoint: "/par") { return refusal }
         switch AuthorizationRequest.validate(parameters, clients: clients) {
         case .failure(let rejection): return Self.oauthError(rejection.failure)
         case .success(var authorization):

@@ -13,9 +13,16 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
-        guard let clientID = parameters["client_id"], let client = clients[clientID] else {
-            return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        guard
+            parameters["client_id"] != nil || request.headers["Authorization"] != nil
+                || parameters["client_assertion"] != nil
+        else { return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required")) }
+        let client: RegisteredClient
+        switch authenticateClient(request, parameters, endpoint: "/device_authorization") {
+        case .client(let authenticated): client = authenticated
+        case .refused(let refusal): return refusal
         }
+        let clientID = client.id
         guard client.allows(Self.deviceGrantType) else {
             return Self.oauthError(
                 OAuthFailure("unauthorized_client", "the client \(clientID) is not registered for the device grant"))

@@ -90,8 +90,14 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
-        guard let clientID = parameters["client_id"], clients[clientID] != nil else {
-            return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        guard
+            parameters["client_id"] != nil || request.headers["Authorization"] != nil
+                || parameters["client_assertion"] != nil
+        else { return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required")) }
+        let clientID: String
+        switch authenticateClient(request, parameters, endpoint: "/revoke") {
+        case .client(let client): clientID = client.id
+        case .refused(let refusal): return refusal
         }
         guard let token = parameters["token"] else {
             return Self.oauthError(OAuthFailure("invalid_request", "token is required"))

@@ -13,18 +13,12 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
-        if request.headers["Authorization"] != nil {
-            return Self.oauthError(
-                OAuthFailure(
-                    "invalid_client", "clients here are public: send client_id in the body and no Authorization header",
-                    status: 401))
+        let client: RegisteredClient
+        switch authenticateClient(request, parameters, endpoint: "/token") {
+        case .client(let authenticated): client = authenticated
+        case .refused(let refusal): return refusal
         }
-        guard let clientID = parameters["client_id"] else {
-            return Self.oauthError(OAuthFailure("invalid_request", "client_id is required"))
-        }
-        guard let client = clients[clientID] else {
-            return Self.oauthError(OAuthFailure("invalid_client", "the client \(clientID) is not registered"))
-        }
+        let clientID = client.id
         if let grantType = parameters["grant_type"], !client.allows(grantType) {
             return Self.oauthError(
                 OAuthFailure("unauthorized_client", "the client \(clientID) is not registered for \(grantType)"))
@@ -42,6 +36,8 @@ extension DevServer {
             case "refresh_token"?: return try refreshGrant(parameters, clientID: clientID, key: key)
             case Self.deviceGrantType?: return try deviceGrant(parameters, clientID: clientID, key: key)
             case Self.tokenExchangeGrantType?: return try tokenExchange(parameters, clientID: clientID, key: key)
+            case Self.clientCredentialsGrantType?:
+                return try clientCredentialsGrant(parameters, client: client, key: key)
             case nil: return Self.oauthError(OAuthFailure("invalid_request", "grant_type is required"))
             case let other?:
                 return Self.oauthError(

@@ -36,6 +36,34 @@ public struct RegisteredClient: Sendable, Hashable {
     /// A client of a group may ask for the `device_sso` scope, and may sign in with the ID token and device secret
     /// that another client of the same group received. Nil: no Native SSO (`device_sso` is `invalid_scope`).
     public var nativeSSOGroup: String?
+    /// How this client authenticates at the token, revocation, PAR and device endpoints; ``TokenEndpointAuthentication/none``
+    /// for a public client.
+    public var tokenEndpointAuthentication: TokenEndpointAuthentication = .none
+    /// The scopes a confidential client may ask for with the client credentials grant (all of them when it names
+    /// none); empty: tokens without a scope.
+    public var allowedScopes: [String] = []
+
+    /// How a client proves itself (RFC 7591 `token_endpoint_auth_method`).
+    public enum TokenEndpointAuthentication: Sendable, Hashable {
+        /// A public client: `client_id` only (PKCE and DPoP protect what it gets).
+        case none
+        /// RFC 7523 client assertions signed by one of the keys of this JWKS (public keys, as JSON).
+        case privateKeyJWT(jwks: String)
+        /// The secret in HTTP Basic (RFC 6749 §2.3.1).
+        case clientSecretBasic(secret: String)
+        /// The secret as `client_secret` in the body.
+        case clientSecretPost(secret: String)
+
+        /// The RFC 7591 name.
+        public var methodName: String {
+            switch self {
+            case .none: "none"
+            case .privateKeyJWT: "private_key_jwt"
+            case .clientSecretBasic: "client_secret_basic"
+            case .clientSecretPost: "client_secret_post"
+            }
+        }
+    }
     /// The grant types this client may use; nil allows every one.
     ///
     /// They are `authorization_code`, `refresh_token` and the device grant; a client without `refresh_token` gets
@@ -46,7 +74,7 @@ public struct RegisteredClient: Sendable, Hashable {
     static func grantTypes(_ names: [String]) -> Set<String>? {
         let known: Set<String> = [
             "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code",
-            "urn:ietf:params:oauth:grant-type:token-exchange",
+            "urn:ietf:params:oauth:grant-type:token-exchange", "client_credentials",
         ]
         let set = Set(names)
         return set.isSubset(of: known) ? set : nil
@@ -86,10 +114,12 @@ public struct RegisteredClient: Sendable, Hashable {
     }
 
     /// Throws unless `id` is 1 to 128 visible ASCII characters and every URI is absolute without a fragment.
-    static func check(id: String, redirectURIs uris: [String]) throws {
+    static func check(id: String, redirectURIs uris: [String], serviceOnly: Bool = false) throws {
         guard !id.isEmpty, id.utf8.count <= 128, id.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
         else { throw DevServerError("--client: the client ID must be 1 to 128 visible ASCII characters") }
-        guard !uris.isEmpty else { throw DevServerError("--client \(id): at least one redirect URI is needed") }
+        guard !uris.isEmpty || serviceOnly else {
+            throw DevServerError("--client \(id): at least one redirect URI is needed")
+        }
         for uri in uris where !isRegistrable(uri) {
             throw DevServerError(
                 isWellFormed(uri)

@@ -232,6 +232,24 @@ public struct DPoPSigner: Sendable {
         }
     }
 
+    /// A compact JWS of `payload` signed with this key, its header `header` plus `alg` (and never the `jwk` that
+    /// proofs carry): a client assertion (RFC 7523) from the same kinds of keys as proofs — a JWK, the Secure
+    /// Enclave, any ``DPoPSigningKey``.
+    ///
+    /// - Throws: ``JOSEError`` when signing fails.
+    public func compactJWS(payload: [UInt8], header: JOSEObject = [:]) throws -> String {
+        var parameters = header
+        parameters["alg"] = .string(algorithm.name)
+        var signingInput: [UInt8] = []
+        Base64URL.encode(JOSEValue.object(parameters).jsonBytes, into: &signingInput)
+        signingInput.append(UInt8(ascii: "."))
+        Base64URL.encode(payload, into: &signingInput)
+        let signature = try sign(signingInput)
+        signingInput.append(UInt8(ascii: "."))
+        Base64URL.encode(signature, into: &signingInput)
+        return String(decoding: signingInput, as: UTF8.self)
+    }
+
     /// A proof for `method` `url`, as ``DPoPProof/make(key:algorithm:method:url:accessToken:nonce:issuedAt:jti:)``.
     ///
     /// - Throws: ``JOSEError`` when signing fails.

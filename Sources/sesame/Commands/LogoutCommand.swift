@@ -84,6 +84,7 @@ struct LogoutCommand: SesameCommand {
         }
         profile.deleteSettings()
         try? await OIDCLoginFlow.dpopKeys(profile).deleteKey(profile: profile.name)
+        try? PrivateFile.delete(ServiceAccountLogin.secretURL(profile))
         FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
     }
 }

@@ -50,7 +50,8 @@ struct ServeCommand: SesameCommand {
 
         CONFIGURATION FILE (--config): {"users": [{"email","password","sub"?,"claims"?}],
           "clients": [{"client_id","redirect_uris","post_logout_redirect_uris"?,"id_token_signed_response_alg"?,
-          "grant_types"?,"exchange_audiences"?,"native_sso_group"?,"claims"?}], "claims": {…},
+          "grant_types"?,"exchange_audiences"?,"native_sso_group"?,"token_endpoint_auth_method"?,"jwks"?,
+          "client_secret"?,"scope"?,"claims"?}], "claims": {…},
           "dynamic_registration": BOOL,
           "issuers": {"NAME": {same, no issuers}}}.
           Standard user claims (given_name, address, phone_number, …) answer the profile, email, address and

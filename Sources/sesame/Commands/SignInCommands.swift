@@ -141,13 +141,18 @@ struct LoginCommand: SesameCommand {
             its own line to stderr, which is all --no-browser does. --device uses the device flow instead: it
             prints where to go and the code to enter. The ID token is verified against the provider's keys.
             Either way the credentials are kept in the profile's store.
+            With --client-credentials: a service account (CI jobs, servers) gets its own token with the client
+            credentials grant, proving itself with a signed assertion (--key, private_key_jwt) or a secret read
+            from standard input; later commands get a new token the same way when it expires.
             """,
-        options: [SignInOptions.rest, SignInOptions.loginEmail] + OIDCLoginFlow.options + GlobalOptions.session,
+        options: [SignInOptions.rest, SignInOptions.loginEmail] + OIDCLoginFlow.options + ServiceAccountLogin.options
+            + GlobalOptions.session,
         examples: [
             "sesame login --rest http://127.0.0.1:8080 --email alice@example.com",
             "echo \"$PASSWORD\" | sesame login --rest http://127.0.0.1:8080 --email alice@example.com --profile work",
             "sesame login --issuer http://127.0.0.1:8080 --client-id sesame-cli --no-browser",
             "sesame login --issuer https://id.example.com --client-id my-cli --device --resource https://api.example.com",
+            "sesame login --client-credentials --issuer https://id.example.com --client-id nightly --key nightly.jwk --scope reports.read",
         ],
         exitCodes: [(1, "failure, e.g. invalid_credentials, or --store keyring with no keyring")], command: Self.self)
 
@@ -155,12 +160,23 @@ struct LoginCommand: SesameCommand {
     enum Flow: Sendable {
         case rest(RESTSignIn)
         case oidc(OIDCLoginFlow)
+        case service(ServiceAccountLogin)
     }
 
     let flow: Flow
 
     init(_ arguments: ParsedArguments) throws {
         let selection = try RESTSignIn.selection(arguments)
+        if arguments.flag(ServiceAccountLogin.clientCredentials) {
+            flow = .service(try ServiceAccountLogin(arguments, selection: selection))
+            return
+        }
+        if let used = [
+            ServiceAccountLogin.key, ServiceAccountLogin.secretStdin, ServiceAccountLogin.clientAuth,
+            ServiceAccountLogin.assertionAudience,
+        ].first(where: { arguments.flag($0) || arguments.value($0) != nil }) {
+            throw arguments.usage("\(used.name) goes with --client-credentials")
+        }
         if arguments.value(OIDCLoginFlow.issuer) != nil {
             flow = .oidc(try OIDCLoginFlow(arguments, selection: selection))
             return
@@ -175,6 +191,7 @@ struct LoginCommand: SesameCommand {
         switch flow {
         case .rest(let signIn): try await signIn.run()
         case .oidc(let signIn): try await signIn.run()
+        case .service(let signIn): try await signIn.run()
         }
     }
 }

@@ -97,6 +97,8 @@ struct Profile: Sendable {
         var dpop: Bool?
         /// The shared entry (OpenID Connect Native SSO) this profile's sign-in is shared through, if any.
         var nativeSSO: String?
+        /// For a service account (the client credentials grant): how the client authenticates.
+        var service: ServiceAccountLogin.Settings?
     }
 
     let name: String

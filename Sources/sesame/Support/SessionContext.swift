@@ -48,6 +48,14 @@ struct SessionContext {
                     message: "the profile file \(profile.settingsURL.path) has no OpenID Connect settings; log in again"
                 )
             }
+            if let service = settings.service {
+                // A service account: the client credentials grant, no user, no facade.
+                oidc = nil
+                session = AuthSession(
+                    provider: try ServiceAccountLogin.provider(settings, service: service, profile: profile),
+                    store: store, profile: profile.name)
+                return
+            }
             do {
                 let auth = try await OIDCLoginFlow.restore(settings, profile: profile, store: store)
                 oidc = auth
