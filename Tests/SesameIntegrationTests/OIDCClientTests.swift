@@ -124,14 +124,32 @@ extension OIDCTestServer {
         .stepUpOldAuthTime: (.idTokenRejected, ["auth_time_too_old"]),
         .nativeSSOMissingDeviceSecretHash: (.invalidResponse, []),
         .nativeSSOOtherSubject: (.idTokenRejected, ["subject_mismatch"]),
+        .tokenExchangeWrongIssuedType: (.invalidResponse, []),
+        .clientCredentialsRefreshToken: nil,
     ]
 
     @Test("RP-02..RP-37: every RP test mode gets the conforming outcome", arguments: RPTestMode.allCases)
     func rpTestMode(_ mode: RPTestMode) async throws {
-        let oidc = try OIDCTestServer { $0.rpTest = mode }
+        let oidc = try OIDCTestServer {
+            $0.rpTest = mode
+            $0.exchangeAudiences = ["https://api.example"]
+        }
         defer { oidc.stop() }
         let expected = try #require(Self.outcomes[mode])
         do {
+            if mode == .tokenExchangeWrongIssuedType {
+                let auth = OIDCAuth(provider: try await oidc.provider(), store: InMemoryTokenStore())
+                try await auth.signIn(with: FormUserAgent(harness: oidc))
+                _ = try await auth.exchangedToken(for: .audience("https://api.example"))
+                #expect(expected == nil, "\(mode.rawValue): accepted, but a conforming client rejects")
+                return
+            }
+            if mode == .clientCredentialsRefreshToken {
+                // Renewal uses the grant again, never the refresh token (which the server would refuse).
+                try await ServiceAccountClientTests.renewTwice(rpTest: mode)
+                #expect(expected == nil, "\(mode.rawValue): rejected, but a conforming client accepts")
+                return
+            }
             if mode.rawValue.hasPrefix("sesame-client-test-native-sso") {
                 // Through the vendor's two apps: the first signs in, the second from its shared sign-in.
                 try await NativeSSOClientTests.bothApps(rpTest: mode)

@@ -31,6 +31,25 @@ import Testing
         }
     }
 
+    /// A service account that gets its token and renews it twice with the server in `mode`; throws what the
+    /// client throws. The refresh token a misbehaving server adds is never used.
+    static func renewTwice(rpTest mode: RPTestMode) async throws {
+        let key = try JWK.generate(for: .es256)
+        let oidc = try Self.server(key: key) { $0.rpTest = mode }
+        defer { oidc.stop() }
+        let service = try await ServiceAccount.configure(
+            issuer: oidc.issuer, clientID: "nightly", authentication: try .privateKeyJWT(key: key),
+            timeSource: oidc.clock)
+        _ = try await service.accessToken()
+        for _ in 0..<2 {
+            oidc.clock.advance(by: 290)
+            _ = try await service.accessToken()
+        }
+        let counters = try oidc.browser.get("/_dev/counters").json
+        #expect(counters?["clientCredentialsGrants"] == 3 && counters?["refreshes"] == 0)
+        #expect(counters?["refreshFailures"] == 0)
+    }
+
     @Test(
         "PKJ-01 PKJ-03: one token for 50 concurrent callers, a new one (new assertion) on expiry and on an API's 401; no refresh token"
     )

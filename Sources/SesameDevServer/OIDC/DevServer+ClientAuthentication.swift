@@ -218,6 +218,10 @@ extension DevServer {
             "expires_in": .integer(configuration.accessTokenTTL),
         ]
         if !scope.isEmpty { body["scope"] = .string(scope.joined(separator: " ")) }
+        if state.withLock({ $0.rpTest }) == .clientCredentialsRefreshToken {
+            // A token no grant knows: a client that uses it gets invalid_grant.
+            body["refresh_token"] = .string(DevStore.newRefreshToken())
+        }
         var response = HTTPServerResponse.json(200, JOSEValue.object(body).jsonData)
         response.headers.set("Pragma", "no-cache")
         if key != nil, configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: issued)) }

@@ -87,8 +87,10 @@ extension DevServer {
         recordIssued(token, kind: "exchanged access token", clientID: clientID)
         state.withLock { $0.counters.tokenExchanges += 1 }
         // TX-02: the issued token's type besides its scheme; no refresh token (exchange again).
+        let wrongType = state.withLock { $0.rpTest } == .tokenExchangeWrongIssuedType
         var body: JOSEObject = [
-            "access_token": .string(token), "issued_token_type": .string(Self.accessTokenType),
+            "access_token": .string(token),
+            "issued_token_type": .string(wrongType ? Self.idTokenType : Self.accessTokenType),
             "token_type": .string(key == nil ? "Bearer" : "DPoP"), "expires_in": .integer(max(0, expiry - issued)),
             "scope": .string(scope.joined(separator: " ")),
         ]

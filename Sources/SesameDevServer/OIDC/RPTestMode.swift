@@ -31,12 +31,16 @@ public enum RPTestMode: String, CaseIterable, Sendable {
     case nativeSSOMissingDeviceSecretHash = "sesame-client-test-native-sso-missing-ds-hash"
     /// Sesame's own (Native SSO): the ID token of a Native SSO exchange names another user.
     case nativeSSOOtherSubject = "sesame-client-test-native-sso-other-sub"
+    /// Sesame's own (RFC 8693): a token exchange answers an `issued_token_type` of an ID token.
+    case tokenExchangeWrongIssuedType = "sesame-client-test-token-exchange-wrong-issued-type"
+    /// Sesame's own (RFC 6749 §4.4.3): the client credentials grant answers with a refresh token too.
+    case clientCredentialsRefreshToken = "sesame-client-test-client-credentials-refresh-token"
 
     /// What a conforming client does: `reject` or `accept`.
     public var expectedOutcome: String {
         switch self {
         case .kidAbsentSingleJWKS, .signingKeyRotation, .signingKeyRotationJustBeforeSigning, .missingAtHash,
-            .happyPathNoDPoPNonce:
+            .happyPathNoDPoPNonce, .clientCredentialsRefreshToken:
             "accept"
         case .kidAbsentMultipleJWKS: "reject or try every key"
         default: "reject"
@@ -73,6 +77,10 @@ public enum RPTestMode: String, CaseIterable, Sendable {
             "a device_secret comes with an ID token without ds_hash; refuse the sign-in, share nothing"
         case .nativeSSOOtherSubject:
             "the ID token of a Native SSO exchange names another user than the shared one; refuse it"
+        case .tokenExchangeWrongIssuedType:
+            "a token exchange says it issued an ID token, not the access token asked for; refuse it"
+        case .clientCredentialsRefreshToken:
+            "the client credentials grant sends a refresh token too; accept the token, never use the refresh token"
         case .invalidAuthorizationResponseIssuer:
             "the authorization response's iss is not the issuer (RFC 9207); reject it, exchange no code"
         case .removedAuthorizationResponseIssuer:
