@@ -31,8 +31,9 @@ import Testing
         }
     }
 
-    /// A service account that gets its token and renews it twice with the server in `mode`; throws what the
-    /// client throws. The refresh token a misbehaving server adds is never used.
+    /// A service account that gets its token and renews it twice with the server in `mode`.
+    ///
+    /// Throws what the client throws. The refresh token a misbehaving server adds is never used.
     static func renewTwice(rpTest mode: RPTestMode) async throws {
         let key = try JWK.generate(for: .es256)
         let oidc = try Self.server(key: key) { $0.rpTest = mode }

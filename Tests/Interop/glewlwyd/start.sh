@@ -8,6 +8,15 @@
 #   provider  DPoP allowed, DPoP nonces mandatory (token endpoint AND userinfo)
 #   user      alice / correct-horse, scopes openid offline_access email (+ g_profile),
 #             consent for sesame-test already granted
+#   service   only with SERVICE_CLIENTS=1 (see below): confidential clients for the client credentials
+#             grant (RFC 6749 §4.4), scope reports.read, Bearer tokens, no refresh token, no DPoP required
+#             (a DPoP proof is honoured, with nonces):
+#               sesame-service         private_key_jwt (RFC 7523), ES256; its key pair is generated into
+#                                      WORKDIR/service.key (PKCS#8 PEM) and WORKDIR/service.jwk (private JWK,
+#                                      kid = RFC 7638 thumbprint), both mode 0600; the assertion's aud must be
+#                                      exactly the token endpoint http://127.0.0.1:PORT/api/oidc/token and its
+#                                      header must carry that kid
+#               sesame-service-secret  client_secret_basic, secret sesame-service-secret-0123456789
 #
 # Usage: start.sh PORT WORKDIR
 #   Everything (config, SQLite DB, signing key, log) lives in WORKDIR. Existing files that
@@ -22,6 +31,10 @@
 #   GLEWLWYD_LOG_LEVEL      NONE|ERROR|WARNING|INFO|DEBUG (default INFO), log in WORKDIR/glewlwyd.log
 #   DPOP_NONCE_COUNTER      uses of a DPoP nonce before the server rotates it (default 10)
 #   REFRESH_TOKEN_ONE_USE   never|always (default never; "always" = rotate refresh tokens)
+#   SERVICE_CLIENTS         0|1 (default 0). 1 = also provision sesame-service and sesame-service-secret (above).
+#                           It turns on the plugin-wide allow-non-oidc (without it Glewlwyd refuses the grant),
+#                           so sesame-test may then also get a code for an authorization request without openid;
+#                           discovery then also lists client_secret_jwt/private_key_jwt and client_credentials.
 #
 # Requires: glewlwyd (apt-get install -y glewlwyd), sqlite3 (a dependency of it), openssl,
 # curl, python3 (for JSON building only).
@@ -34,6 +47,8 @@ fi
 PORT=$1
 WORKDIR=$2
 case "$PORT" in ''|*[!0-9]*) echo "start.sh: PORT must be a number, got '$PORT'" >&2; exit 2 ;; esac
+SERVICE_CLIENTS=${SERVICE_CLIENTS:-0}
+case "$SERVICE_CLIENTS" in 0|1) ;; *) echo "start.sh: SERVICE_CLIENTS must be 0 or 1, got '$SERVICE_CLIENTS'" >&2; exit 2 ;; esac
 
 die() { echo "start.sh: $*" >&2; exit 1; }
 for bin in glewlwyd sqlite3 openssl curl python3; do
@@ -55,7 +70,7 @@ BASE="http://127.0.0.1:$PORT"
 API="$BASE/api"
 ISSUER="$API/oidc"
 rm -f "$DB" "$DB-journal" "$CONF" "$LOG" "$WORKDIR"/sign.key "$WORKDIR"/sign.pub \
-      "$WORKDIR"/*.jar "$WORKDIR"/provision.*
+      "$WORKDIR"/service.key "$WORKDIR"/service.jwk "$WORKDIR"/*.jar "$WORKDIR"/provision.*
 
 # --- database schema + default data (admin/password, g_admin, g_profile, openid, database backends)
 INIT_SQL=/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3
@@ -79,6 +94,46 @@ sqlite3 "$DB" "SELECT gcmi_parameters FROM g_client_module_instance WHERE gcmi_n
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORKDIR/sign.key" 2>/dev/null \
   || die "openssl genpkey failed"
 openssl pkey -in "$WORKDIR/sign.key" -pubout -out "$WORKDIR/sign.pub" 2>/dev/null || die "openssl pkey failed"
+
+# --- ES256 key pair of the confidential client sesame-service (private_key_jwt), both files 0600:
+#     service.key = PKCS#8 PEM, service.jwk = the same private key as a JWK with kid (RFC 7638 thumbprint) and
+#     alg ES256. provision.client-service.json = the client registration, with the public key as its "jwks".
+if [ "$SERVICE_CLIENTS" = 1 ]; then
+(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORKDIR/service.key" 2>/dev/null) \
+  || die "openssl genpkey (service key) failed"
+chmod 600 "$WORKDIR/service.key"
+KEY="$WORKDIR/service.key" JWK="$WORKDIR/service.jwk" python3 - > "$WORKDIR/provision.client-service.json" <<'PY' \
+  || die "could not build WORKDIR/service.jwk"
+import base64, hashlib, json, os, re, subprocess
+text = subprocess.run(["openssl", "pkey", "-in", os.environ["KEY"], "-text", "-noout"],
+                      check=True, capture_output=True, text=True).stdout
+def hexblock(name):
+    m = re.search(r"^%s:\s*\n((?:\s+[0-9a-f:]+\n?)+)" % name, text, re.M)
+    return bytes.fromhex(re.sub(r"[\s:]", "", m.group(1)))
+b64u = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+d = int.from_bytes(hexblock("priv"), "big").to_bytes(32, "big")
+pub = hexblock("pub")
+assert len(pub) == 65 and pub[0] == 4, "unexpected EC public key encoding"
+x, y = b64u(pub[1:33]), b64u(pub[33:])
+canon = json.dumps({"crv": "P-256", "kty": "EC", "x": x, "y": y}, separators=(",", ":"), sort_keys=True)
+kid = b64u(hashlib.sha256(canon.encode()).digest())
+public = {"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid, "alg": "ES256", "use": "sig"}
+fd = os.open(os.environ["JWK"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+with os.fdopen(fd, "w") as f:
+    json.dump({**public, "d": b64u(d)}, f)
+    f.write("\n")
+print(json.dumps({
+    "client_id": "sesame-service", "name": "Sesame service",
+    "description": "Sesame interop test: client credentials with private_key_jwt",
+    "confidential": True, "enabled": True, "redirect_uri": [],
+    "authorization_type": ["client_credentials"],
+    "token_endpoint_auth_method": ["private_key_jwt"],
+    "token_endpoint_signing_alg": "ES256",
+    "scope": ["reports.read"],
+    "jwks": {"keys": [public]},
+}))
+PY
+fi
 
 # --- server config (libconfig syntax)
 cat > "$CONF" <<EOF
@@ -118,7 +173,7 @@ EOF
 # --- OIDC plugin instance parameters
 PLUGIN_JSON="$WORKDIR/provision.plugin.json"
 ISSUER="$ISSUER" KEY="$WORKDIR/sign.key" PUB="$WORKDIR/sign.pub" \
-NONCE_COUNTER="${DPOP_NONCE_COUNTER:-10}" RT_ONE_USE="${REFRESH_TOKEN_ONE_USE:-never}" \
+NONCE_COUNTER="${DPOP_NONCE_COUNTER:-10}" RT_ONE_USE="${REFRESH_TOKEN_ONE_USE:-never}" SERVICE="$SERVICE_CLIENTS" \
 python3 - > "$PLUGIN_JSON" <<'PY'
 import json, os
 p = {
@@ -152,6 +207,19 @@ p = {
     "oauth-dpop-nonce-mandatory": True,
     "oauth-dpop-nonce-counter": int(os.environ["NONCE_COUNTER"]),
 }
+if os.environ["SERVICE"] == "1":
+    p.update({
+        # the client credentials grant: the token endpoint answers 403 unless BOTH are true. allow-non-oidc is
+        # plugin-wide: an authorization request without the openid scope is then no longer refused.
+        "auth-type-client-enabled": True,
+        "allow-non-oidc": True,
+        # client_assertion (private_key_jwt, client_secret_jwt) at the token endpoint is only read when
+        # request-parameter-allow is true (otherwise 403). The client's public keys are its "jwks" property
+        # (already in the database backend's data-format); with a jwks the assertion header must name a kid.
+        "request-parameter-allow": True,
+        "request-maximum-exp": 3600,   # an assertion's exp may be at most this far ahead, in s (the default too)
+        "client-jwks-parameter": "jwks",
+    })
 print(json.dumps({"module": "oidc", "name": "oidc", "display_name": "OpenID Connect", "parameters": p}))
 PY
 
@@ -208,10 +276,21 @@ provision() {
   # pre-grant the consent of alice for sesame-test (scope list is SPACE separated)
   call POST /auth/ '{"username":"alice","password":"correct-horse"}' "$jar_alice"
   call PUT /auth/grant/sesame-test '{"scope":"openid offline_access email"}' "$jar_alice"
+  if [ "$SERVICE_CLIENTS" = 1 ]; then
+    # the confidential clients of the client credentials grant. Their "scope" list is all the grant looks at:
+    # reports.read needs no entry under /api/scope (measured: the grant works without one, and with password_required)
+    call POST /client/ "@$WORKDIR/provision.client-service.json"
+    call GET /client/sesame-service
+    grep -q '"jwks":{"keys":\[' "$out" || fail "client sesame-service lost its jwks property"
+    call POST /client/ '{"client_id":"sesame-service-secret","name":"Sesame service (secret)","description":"Sesame interop test: client credentials with client_secret_basic","confidential":true,"enabled":true,"redirect_uri":[],"authorization_type":["client_credentials"],"token_endpoint_auth_method":["client_secret_basic"],"client_secret":"sesame-service-secret-0123456789","scope":["reports.read"]}'
+  fi
   # sanity check: discovery answers with our issuer and DPoP algs
   curl -s --max-time 5 -o "$out" "$ISSUER/.well-known/openid-configuration" || fail "discovery unreachable"
   grep -q "\"issuer\":\"$ISSUER\"" "$out" || fail "discovery has an unexpected issuer"
   grep -q '"dpop_signing_alg_values_supported"' "$out" || fail "discovery lacks dpop_signing_alg_values_supported"
+  if [ "$SERVICE_CLIENTS" = 1 ]; then
+    grep -q '"private_key_jwt"' "$out" || fail "discovery lacks private_key_jwt in token_endpoint_auth_methods_supported"
+  fi
   rm -f "$jar_admin" "$jar_alice" "$out"
   echo "READY $ISSUER"
 }
