@@ -27,11 +27,16 @@ import Testing
         let folder: URL
         let issuer: URL
 
-        init() throws {
+        /// - Parameter serviceClients: also the confidential clients of the client credentials grant
+        ///   (`SERVICE_CLIENTS=1`, see NOTES.md).
+        init(serviceClients: Bool = false) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sesame-glewlwyd-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            if serviceClients {
+                process.environment = ProcessInfo.processInfo.environment.merging(["SERVICE_CLIENTS": "1"]) { $1 }
+            }
             process.arguments = [
                 OIDCInteropTests.root.appendingPathComponent("Tests/Interop/glewlwyd/start.sh").path,
                 String(try Self.freePort()), folder.path,
@@ -93,6 +98,40 @@ import Testing
                 let redirect = URL(string: location)
             else { throw AuthError(.invalidResponse, "authorization answered \(page.status) \(page.location ?? "")") }
             return redirect
+        }
+    }
+
+    @Test(
+        "PKJ-01 PKJ-03 RP-25 against Glewlwyd: client credentials with private_key_jwt (aud the token endpoint) and client_secret_basic; a new assertion per request; no refresh token",
+        .enabled(if: available))
+    func glewlwydClientCredentials() async throws {
+        let glewlwyd = try Provider(serviceClients: true)
+        defer { glewlwyd.stop() }
+        // The key start.sh made for sesame-service (a private JWK with its kid, mode 0600).
+        let key = try JWK(json: Array(try Data(contentsOf: glewlwyd.folder.appendingPathComponent("service.jwk"))))
+        let service = try await ServiceAccount.configure(
+            issuer: glewlwyd.issuer, clientID: "sesame-service",
+            authentication: try .privateKeyJWT(key: key, audience: .tokenEndpoint), scopes: ["reports.read"])
+        let first = try await service.accessToken()
+        #expect(try await service.session.currentTokens?.refreshToken == nil)
+        // Another grant: a new assertion (Glewlwyd refuses a replayed jti).
+        let second = try await service.accessToken(forceRefresh: true)
+        #expect(first != second)
+        let secret = try await ServiceAccount.configure(
+            issuer: glewlwyd.issuer, clientID: "sesame-service-secret",
+            authentication: .clientSecretBasic("sesame-service-secret-0123456789"), scopes: ["reports.read"])
+        _ = try await secret.accessToken()
+        // A wrong key is refused as the client's error, typed.
+        let stranger = try await ServiceAccount.configure(
+            issuer: glewlwyd.issuer, clientID: "sesame-service",
+            authentication: try .privateKeyJWT(
+                key: try JWK.generate(for: .es256).with(keyID: key.keyID, algorithm: nil), audience: .tokenEndpoint),
+            scopes: ["reports.read"])
+        do {
+            _ = try await stranger.accessToken()
+            Issue.record("Glewlwyd accepted an assertion by another key")
+        } catch let error as AuthError {
+            #expect(error.code == .authorizationFailed, "\(error)")
         }
     }
 

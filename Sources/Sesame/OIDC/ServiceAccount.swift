@@ -25,7 +25,7 @@ public struct ClientCredentialsProvider: AuthProvider {
     /// A new access token for the client.
     ///
     /// - Throws: ``AuthError`` — ``AuthError/Code/authorizationFailed`` with the provider's OAuth error
-    ///   (`invalid_client`: the key or secret is not accepted; `unauthorized_client`, `invalid_scope`),
+    ///   (`invalid_client`: the key or secret is not accepted; `unauthorized_client`, `invalid_scope`) or its 403,
     ///   ``AuthError/Code/invalidResponse``, transport errors.
     public func token() async throws -> TokenSet {
         var pairs = [("grant_type", "client_credentials"), ("client_id", provider.configuration.clientID)]
@@ -37,6 +37,13 @@ public struct ClientCredentialsProvider: AuthProvider {
                 throw AuthError(
                     .authorizationFailed, "the provider refused the client credentials (\(body.error))",
                     statusCode: response.status, serverResponse: body)
+            }
+            // Some providers (Glewlwyd) refuse a client with a bare 403. Nothing is lost by taking it as a refusal:
+            // a service account gets a new token by asking again, with no user involved.
+            if response.status == 403 {
+                throw AuthError(
+                    .authorizationFailed, "the provider refused the client credentials (403)", statusCode: 403,
+                    serverResponse: ServerErrorResponse(response))
             }
             throw OIDCAuthProvider.failure(response, "the client credentials grant failed")
         }
