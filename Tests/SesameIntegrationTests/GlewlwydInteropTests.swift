@@ -29,6 +29,7 @@ import Testing
 
         /// - Parameter serviceClients: also the confidential clients of the client credentials grant
         ///   (`SERVICE_CLIENTS=1`, see NOTES.md).
+        /// - Throws: ``AuthError`` when Glewlwyd does not start.
         init(serviceClients: Bool = false) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sesame-glewlwyd-\(UUID().uuidString)")
