@@ -45,7 +45,9 @@ extension DevServer {
                 }
                 guard
                     try store.markUsed(
-                        token: identityToken, expiresAt: Int64(claims.expiresAt?.timeIntervalSince1970 ?? 0), now: now)
+                        token: identityToken,
+                        // Remembered past its exp by more than the verifier's leeway: no replay window at the end.
+                        expiresAt: Int64(claims.expiresAt?.timeIntervalSince1970 ?? 0) + 120, now: now)
                 else { return Self.error(401, "invalid_grant", "the identity token was already exchanged") }
                 // Only tokens of a configured (real) Apple issuer may link to an existing account: the stand-in's
                 // are minted by anyone who can reach /_dev/, and must not take a password account over.

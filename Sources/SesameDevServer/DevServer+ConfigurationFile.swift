@@ -132,11 +132,25 @@ extension DevServer.Configuration {
         if let unknown = value.objectValue?.first(where: { !members.contains($0.name) }) {
             throw DevServerError("\(path).\(unknown.name): unknown member (known: \(members.joined(separator: ", ")))")
         }
-        // A service account (client_credentials only) needs no redirect URI.
-        let serviceOnly = Self.strings(value["grant_types"]) == ["client_credentials"]
-        guard let object = value.objectValue, let id = object["client_id"]?.stringValue,
-            let uris = Self.strings(object["redirect_uris"] ?? (serviceOnly ? [] : nil))
-        else { throw DevServerError("\(path): an object with client_id and redirect_uris (strings)") }
+        guard let object = value.objectValue, let id = object["client_id"]?.stringValue else {
+            throw DevServerError("\(path): an object with a client_id (a string)")
+        }
+        let grantTypes = try object["grant_types"].map { value in
+            guard let grants = Self.strings(value), let known = RegisteredClient.grantTypes(grants) else {
+                throw DevServerError(
+                    "\(path).grant_types: a list of authorization_code, refresh_token, "
+                        + "urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:token-exchange, "
+                        + "client_credentials")
+            }
+            return known
+        }
+        // A service account (client_credentials only) needs no redirect URI, and must be confidential.
+        let serviceOnly = grantTypes == ["client_credentials"]
+        guard let uris = Self.strings(object["redirect_uris"] ?? (serviceOnly ? [] : nil)) else {
+            throw DevServerError(
+                "\(path).redirect_uris: a list of redirect URIs (strings); only a client whose grant_types is "
+                    + "[\"client_credentials\"] has none")
+        }
         try RegisteredClient.check(id: id, redirectURIs: uris, serviceOnly: serviceOnly)
         var logout: [String]?
         if let value = object["post_logout_redirect_uris"] {
@@ -174,15 +188,14 @@ extension DevServer.Configuration {
             else { throw DevServerError("\(path).native_sso_group: a name of 1 to 64 visible ASCII characters") }
             client.nativeSSOGroup = group
         }
-        if let value = object["grant_types"] {
-            guard let grants = Self.strings(value), let known = RegisteredClient.grantTypes(grants)
-            else {
-                throw DevServerError(
-                    "\(path).grant_types: a list of authorization_code, refresh_token, "
-                        + "urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:token-exchange, "
-                        + "client_credentials")
-            }
-            client.grantTypes = known
+        client.grantTypes = grantTypes
+        if grantTypes?.contains(DevServer.clientCredentialsGrantType) == true,
+            client.tokenEndpointAuthentication == .none
+        {
+            throw DevServerError(
+                "\(path): client_credentials needs a confidential client: \"token_endpoint_auth_method\": "
+                    + "\"private_key_jwt\" with a \"jwks\", or \"client_secret_basic\"/\"client_secret_post\" with a "
+                    + "\"client_secret\"")
         }
         return client
     }
@@ -205,17 +218,25 @@ extension DevServer.Configuration {
             }
             return .none
         case "private_key_jwt"?:
+            guard object["client_secret"] == nil else {
+                throw DevServerError(
+                    "\(path).client_secret: a secret goes with client_secret_basic or client_secret_post, not private_key_jwt"
+                )
+            }
             guard let jwks = object["jwks"], let keys = try? JWKSet(json: jwks.jsonBytes), !keys.keys.isEmpty,
-                keys.keys.allSatisfy({ !$0.isPrivate && $0.keyType != .octet }), object["client_secret"] == nil
+                keys.keys.allSatisfy({ !$0.isPrivate && $0.keyType != .octet })
             else {
                 throw DevServerError(
-                    "\(path).jwks: private_key_jwt needs a JWKS of the client's public keys (no private parts, no secret)"
-                )
+                    "\(path).jwks: private_key_jwt needs a JWK Set of the client's public keys, {\"keys\": [...]}, "
+                        + "without private parts (`sesame jwk public key.jwk` prints one)")
             }
             return .privateKeyJWT(jwks: String(decoding: jwks.jsonBytes, as: UTF8.self))
         case "client_secret_basic"?, "client_secret_post"?:
-            guard let secret, secret.utf8.count >= 16, secret.utf8.count <= 512, object["jwks"] == nil else {
-                throw DevServerError("\(path).client_secret: a secret of 16 to 512 bytes (and no jwks)")
+            guard object["jwks"] == nil else {
+                throw DevServerError("\(path).jwks: a JWK Set goes with private_key_jwt, not a client secret")
+            }
+            guard let secret, secret.utf8.count >= 16, secret.utf8.count <= 512 else {
+                throw DevServerError("\(path).client_secret: a secret of 16 to 512 bytes")
             }
             return method?.stringValue == "client_secret_basic"
                 ? .clientSecretBasic(secret: secret) : .clientSecretPost(secret: secret)

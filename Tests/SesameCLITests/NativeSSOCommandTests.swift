@@ -56,9 +56,14 @@ import Testing
         #expect(who.stdout.contains("alice@example.com"), "\(who.stderr)")
         // Nothing secret on any output.
         for output in [second.stdout, second.stderr, who.stdout, who.stderr] { #expect(!output.contains(secret)) }
+        // A client in no group stops with what to do, instead of a browser sign-in bound to fail.
+        let outsider = try CLIRunner.run(
+            ["login", "--issuer", issuer, "--client-id", "sesame-cli", "--native-sso", "vendor", "--no-browser"],
+            environment: workspace.environment)
+        #expect(outsider.status == 1 && outsider.stderr.contains("native_sso_group"), "\(outsider.stderr)")
         // Logging out of the first ends the shared sign-in: the second's refresh is refused, the entry gone.
         let logout = try CLIRunner.run(["logout", "--profile", "mail"], environment: workspace.environment)
-        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.status == 0 && logout.stderr.contains("ended the shared sign-in vendor"), "\(logout.stderr)")
         #expect(!FileManager.default.fileExists(atPath: shared.path))
         let after = try CLIRunner.run(
             ["token", "--profile", "calendar", "--force-refresh"], environment: workspace.environment)

@@ -49,7 +49,22 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
         let exposed = try CLIRunner.run(["token", "--force-refresh"], environment: workspace.environment)
         #expect(exposed.status == 1 && exposed.stderr.contains("key_unreadable"), "\(exposed.stderr)")
+        #expect(exposed.stderr.contains("chmod 600"))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        // Another key in the file: the renewal is refused (exit 1, the provider's error), and the profile stays —
+        // with the right key back, the next command gets a token by the grant again.
+        let original = try Data(contentsOf: keyFile)
+        try Data(try JWK.generate(for: .es256).jsonValue(includingPrivate: true).jsonBytes).write(to: keyFile)
+        let refused = try CLIRunner.run(["token", "--force-refresh"], environment: workspace.environment)
+        #expect(refused.status == 1 && refused.stderr.contains("invalid_client"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("invalid_client: invalid_client") && !refused.stderr.contains("sign in again"))
+        try original.write(to: keyFile)
+        let recovered = try CLIRunner.run(["token"], environment: workspace.environment)
+        #expect(recovered.status == 0, "\(recovered.stderr)")
+        let request = try CLIRunner.run(["status"], environment: workspace.environment)
+        #expect(request.stdout.contains("service account") && request.stdout.contains("nightly.jwk"))
+        let userinfo = try CLIRunner.run(["userinfo"], environment: workspace.environment)
+        #expect(userinfo.status == 2 && userinfo.stderr.contains("service account"))
         #expect(try CLIRunner.run(["logout"], environment: workspace.environment).status == 0)
         // A secret, from standard input, kept 0600 and never printed.
         let secretLogin = try CLIRunner.run(

@@ -13,7 +13,8 @@ import Testing
 
     /// A server with a service account per method: `nightly` (a key), `legacy` (Basic), `legacy-post` (a posted
     /// secret); and the key `nightly` signs with.
-    static func server() throws -> (OIDCTestServer, JWK) {
+    static func server(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws -> (OIDCTestServer, JWK)
+    {
         let key = try JWK.generate(for: .es256).with(keyID: "nightly-1", algorithm: nil)
         let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
         let oidc = try OIDCTestServer { configuration in
@@ -27,6 +28,7 @@ import Testing
             var posted = RegisteredClient(id: "legacy-post", redirectURIs: [])
             posted.tokenEndpointAuthentication = .clientSecretPost(secret: Self.secret)
             configuration.clients = [nightly, legacy, posted]
+            configure(&configuration)
         }
         return (oidc, key)
     }
@@ -102,10 +104,13 @@ import Testing
         #expect(try refused(Self.assertion(oidc, key: key, ["jti": nil])) == "invalid_client")
         #expect(try refused(Self.assertion(oidc, key: key, ["iss": "legacy"])) == "invalid_client")
         #expect(try refused(Self.assertion(oidc, key: key, ["iat": .integer(now + 3600)])) == "invalid_client")
-        // A reused jti: the first use works, the second is refused.
-        let once = try Self.assertion(oidc, key: key)
+        // A reused jti: the first use works, the second is refused — also just after exp, within the leeway.
+        let once = try Self.assertion(oidc, key: key, ["exp": .integer(now + 2)])
         #expect(try Self.grant(oidc, assertion: once).status == 200)
         #expect(try refused(once) == "invalid_client")
+        oidc.clock.advance(by: 4)
+        #expect(try refused(once) == "invalid_client")
+        oidc.clock.advance(by: -4)
         // A key the client did not register (the same kid, another key).
         let stranger = try JWK.generate(for: .es256).with(keyID: "nightly-1", algorithm: nil)
         #expect(try refused(Self.assertion(oidc, key: stranger)) == "invalid_client")
@@ -165,6 +170,47 @@ import Testing
         #expect(revoked.status == 200)
     }
 
+    @Test("L9: revoking a client credentials token lists it as revoked; another client's is left alone")
+    func revokeServiceToken() throws {
+        let (oidc, key) = try Self.server()
+        defer { oidc.stop() }
+        let token = try #require(
+            try Self.grant(oidc, assertion: try Self.assertion(oidc, key: key)).json?["access_token"]?.stringValue)
+        let claims = try JWT.unverified(token).claims
+        let basic = ("Authorization", "Basic " + Data("legacy:\(Self.secret)".utf8).base64EncodedString())
+        _ = try oidc.browser.post("/revoke", form: [("token", token)], headers: [basic])
+        #expect(!oidc.server.isRevoked(claims))
+        let revoked = try oidc.browser.post(
+            "/revoke",
+            form: [
+                ("token", token), ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", try Self.assertion(oidc, key: key)),
+            ])
+        #expect(revoked.status == 200 && oidc.server.isRevoked(claims))
+    }
+
+    @Test("a DPoP nonce demand does not spend the client's assertion: the retry with the same one works")
+    func dpopNonceBeforeAssertion() throws {
+        let (oidc, key) = try Self.server { $0.dpopNonce = true }
+        defer { oidc.stop() }
+        let dpopKey = try JWK.generate(for: .es256)
+        let assertion = try Self.assertion(oidc, key: key)
+        let url = try #require(URL(string: oidc.issuerText + "/token"))
+        func proof(_ nonce: String?) throws -> String {
+            try DPoPProof.make(key: dpopKey, method: "POST", url: url, nonce: nonce, issuedAt: oidc.clock.now)
+        }
+        let form = [
+            ("grant_type", "client_credentials"),
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+            ("client_assertion", assertion),
+        ]
+        let demand = try oidc.browser.post("/token", form: form, headers: [("DPoP", try proof(nil))])
+        #expect(demand.status == 400 && demand.json?["error"] == "use_dpop_nonce")
+        let nonce = try #require(demand.header("DPoP-Nonce"))
+        let answer = try oidc.browser.post("/token", form: form, headers: [("DPoP", try proof(nonce))])
+        #expect(answer.status == 200 && answer.json?["token_type"] == "DPoP", "\(answer.body)")
+    }
+
     @Test("the configuration file's confidential clients: read, and a bad one named")
     func configurationFile() throws {
         let key = try JWK.generate(for: .es256)
@@ -181,12 +227,24 @@ import Testing
         )
         #expect(service.clients.first?.tokenEndpointAuthentication.methodName == "private_key_jwt")
         #expect(service.clients.first?.allowedScopes == ["deploy"])
+        do {
+            _ = try load(#"{"client_id": "ci", "grant_types": ["client_credentials"]}"#)
+        } catch let error as DevServerError {
+            #expect(error.description.contains("confidential") && error.description.contains("private_key_jwt"))
+        }
+        do {
+            _ = try load(#"{"client_id": "ci", "grant_types": ["client_credential"]}"#)
+        } catch let error as DevServerError {
+            #expect(error.description.contains("grant_types"))
+        }
         for bad in [
             #"{"client_id": "ci", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "private_key_jwt", "jwks": \#(privateJWKS)}"#,
             #"{"client_id": "ci", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic", "client_secret": "short"}"#,
             #"{"client_id": "ci", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "magic"}"#,
             #"{"client_id": "ci", "grant_types": ["client_credentials"], "client_secret": "a-long-enough-secret"}"#,
             #"{"client_id": "web", "token_endpoint_auth_method": "client_secret_post", "client_secret": "a-long-enough-secret"}"#,
+            #"{"client_id": "ci", "grant_types": ["client_credentials"]}"#,
+            #"{"client_id": "ci", "grant_types": ["client_credential"], "token_endpoint_auth_method": "client_secret_post", "client_secret": "a-long-enough-secret"}"#,
         ] {
             #expect(throws: DevServerError.self, "\(bad)") { _ = try load(bad) }
         }

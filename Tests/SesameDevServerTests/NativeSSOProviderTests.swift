@@ -149,7 +149,8 @@ import Testing
         #expect(try refused(["subject_token": one["access_token"].string, "actor_token": secret]) == "invalid_grant")
         // A client of another vendor's group, a client in no group.
         #expect(
-            try refused(["subject_token": idToken, "actor_token": secret], client: "other-vendor") == "invalid_grant")
+            try refused(["subject_token": idToken, "actor_token": secret], client: "other-vendor")
+                == "unauthorized_client")
         #expect(
             try refused(["subject_token": idToken, "actor_token": secret], client: "sesame-cli")
                 == "unauthorized_client")
@@ -163,6 +164,10 @@ import Testing
         // A scope this server does not know.
         #expect(
             try refused(["subject_token": idToken, "actor_token": secret, "scope": "openid admin"]) == "invalid_scope")
+        // No widening: the first sign-in did not grant profile.
+        #expect(
+            try refused(["subject_token": idToken, "actor_token": secret, "scope": "openid profile"]) == "invalid_scope"
+        )
         // After all that, the right pair still works: refusals spend nothing.
         #expect(try Self.exchange(oidc, ["subject_token": idToken, "actor_token": secret]).status == 200)
     }
@@ -202,6 +207,48 @@ import Testing
             #expect(again.json?["error"] == "invalid_grant")
             #expect(try oidc.browser.get("/_dev/counters").json?["deviceSessionsEnded"] == 1)
         }
+    }
+
+    @Test("M2: a grant is made from a device session only while it lives (one transaction with the check)")
+    func noGrantAfterTheEnd() throws {
+        let oidc = try Self.server()
+        defer { oidc.stop() }
+        let first = try Self.firstSignIn(oidc)
+        let sid = try #require(try JWT.unverified(first["id_token"].string).claims["sid"]?.stringValue)
+        let store = oidc.server.store
+        let user = try #require(try store.deviceSession(id: sid)).user.id
+        let now = Int64(oidc.clock.now.timeIntervalSince1970)
+        #expect(
+            try store.createGrant(
+                inDeviceSession: sid, userID: user, clientID: "app-b", scope: ["openid"], authTime: now, acr: nil,
+                now: now) != nil)
+        try store.endDeviceSession(id: sid)
+        #expect(
+            try store.createGrant(
+                inDeviceSession: sid, userID: user, clientID: "app-b", scope: ["openid"], authTime: now, acr: nil,
+                now: now) == nil)
+    }
+
+    @Test("M3: a new sign-in that sends the device secret with its code keeps that device session")
+    func newSignInKeepsTheSession() throws {
+        let oidc = try Self.server()
+        defer { oidc.stop() }
+        let first = try Self.firstSignIn(oidc)
+        let secret = first["device_secret"].string
+        let pkce = OIDCTestServer.PKCE()
+        let (code, _) = try oidc.code(pkce, scope: "openid email offline_access device_sso", ["client_id": "app-a"])
+        let again = try #require(
+            try oidc.token([
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", OIDCTestServer.redirect),
+                ("client_id", "app-a"), ("code_verifier", pkce.verifier), ("device_secret", secret),
+            ]).json)
+        #expect(again["device_secret"]?.stringValue == secret)
+        let sid = { (token: JOSEValue?) in try JWT.unverified(token.string).claims["sid"] }
+        #expect(try sid(again["id_token"]) == sid(first["id_token"]))
+        // Without it, or from another browser, a new session.
+        oidc.browser.clearCookies()
+        let other = try Self.firstSignIn(oidc)
+        #expect(other["device_secret"]?.stringValue != secret)
     }
 
     @Test("the configuration file's native_sso_group: read, and a bad one named")

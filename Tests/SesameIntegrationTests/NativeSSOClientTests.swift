@@ -202,12 +202,16 @@ import Testing
             let shared = NativeSSOStore(store: sharedTokenStore)
             let auth = try await OIDCAuth.configure(
                 issuer: issuer, clientID: app, redirectURI: "com.example.\(app):/oauth",
-                scopes: ["openid", "email", "offline_access", "device_sso"], store: ownTokenStore, nativeSSO: shared)
-            do {
-                try await auth.signInWithNativeSSO()
-            } catch let error as AuthError where error.code == .notSignedIn || error.code == .nativeSSORejected {
-                try await auth.signIn(with: agent)
-                browserSignIns += 1
+                scopes: ["openid", "email", "offline_access"], store: ownTokenStore, nativeSSO: shared)
+            if try await auth.session.currentTokens == nil {
+                do {
+                    try await auth.signInWithNativeSSO()
+                } catch let error as AuthError
+                    where [.notSignedIn, .nativeSSORejected, .issuerMismatch].contains(error.code)
+                {
+                    try await auth.signIn(with: agent)
+                    browserSignIns += 1
+                }
             }
             #expect(try await auth.userInfo()["email"] == "alice@example.com")
         }
@@ -236,5 +240,58 @@ import Testing
             }
         }
         #expect(try oidc.browser.get("/_dev/counters").json?["deviceSessionsEnded"] == 1)
+    }
+
+    @Test("M3: the first app signs in again: the shared device session is kept, so one sign-out still ends both")
+    func signInAgainKeepsTheSharedSession() async throws {
+        let oidc = try Self.server()
+        defer { oidc.stop() }
+        let shared = InMemoryTokenStore()
+        let appA = try await Self.app("app-a", oidc, shared: shared)
+        try await appA.signIn(with: FormUserAgent(harness: oidc))
+        let before = try #require(try await NativeSSOStore(store: shared).sharedSignIn())
+        let appB = try await Self.app("app-b", oidc, shared: shared)
+        try await appB.signInWithNativeSSO()
+        // A new browser sign-in of the first app (a re-login, a step-up).
+        try await appA.signIn(with: FormUserAgent(harness: oidc))
+        let after = try #require(try await NativeSSOStore(store: shared).sharedSignIn())
+        #expect(after.deviceSecret == before.deviceSecret)
+        _ = await appA.signOut()
+        do {
+            _ = try await appB.accessToken(forceRefresh: true)
+            Issue.record("the second app outlived the shared sign-in's end")
+        } catch let error as AuthError {
+            #expect(error.code == .sessionExpired)
+        }
+    }
+
+    @Test("L8: a session never stores a device secret, whoever hands it one")
+    func sessionDropsTheDeviceSecret() async throws {
+        let store = InMemoryTokenStore()
+        let session = AuthSession(
+            provider: RESTAuthProvider(baseURL: try #require(URL(string: "https://x.example"))), store: store)
+        try await session.signIn(with: TokenSet(accessToken: "a", deviceSecret: "secret"))
+        #expect(try await store.load(profile: "default")?.deviceSecret == nil)
+        #expect(try await session.currentTokens?.deviceSecret == nil)
+    }
+
+    @Test("L5: another vendor's app is refused as unauthorized_client and the shared entry is kept")
+    func anotherGroupKeepsTheEntry() async throws {
+        let oidc = try Self.server { configuration in
+            var rival = RegisteredClient(id: "rival", redirectURIs: [OIDCTestServer.redirect])
+            rival.nativeSSOGroup = "other"
+            configuration.clients.append(rival)
+        }
+        defer { oidc.stop() }
+        let shared = InMemoryTokenStore()
+        try await Self.app("app-a", oidc, shared: shared).signIn(with: FormUserAgent(harness: oidc))
+        let rival = try await Self.app("rival", oidc, shared: shared)
+        do {
+            try await rival.signInWithNativeSSO()
+            Issue.record("another vendor's app signed in from the shared sign-in")
+        } catch let error as AuthError {
+            #expect(error.code == .nativeSSORejected && error.serverResponse?.error == "unauthorized_client")
+        }
+        #expect(try await NativeSSOStore(store: shared).sharedSignIn() != nil)
     }
 }

@@ -159,4 +159,64 @@ import Testing
                 issuer: oidc.issuer, clientID: "sesame-cli", authentication: .none, timeSource: oidc.clock)
         }
     }
+
+    @Test("a DPoP nonce demand at the token endpoint: the retry carries a new assertion and a proof with the nonce")
+    func dpopNonceWithAssertion() async throws {
+        let key = try JWK.generate(for: .es256)
+        let oidc = try Self.server(key: key) { $0.dpopNonce = true }
+        defer { oidc.stop() }
+        let service = try await ServiceAccount.configure(
+            issuer: oidc.issuer, clientID: "nightly", authentication: try .privateKeyJWT(key: key),
+            dpopKey: try JWK.generate(for: .es256), timeSource: oidc.clock)
+        _ = try await service.accessToken()
+        _ = try await service.accessToken(forceRefresh: true)
+        #expect(try await service.session.currentTokens?.tokenType == "DPoP")
+        #expect(try oidc.browser.get("/_dev/counters").json?["clientAuthenticationFailures"] == 0)
+    }
+
+    @Test("an assertion naming a token endpoint on another origin than the issuer is never made (mix-up)")
+    func tokenEndpointOnAnotherOrigin() async throws {
+        let key = try JWK.generate(for: .es256)
+        let honest = try RecordingServer { _ in HTTPServerResponse(status: 500) }
+        defer { honest.stop() }
+        let metadata = OIDCProviderMetadata(
+            issuer: "https://hostile.example",
+            authorizationEndpoint: try #require(URL(string: "https://hostile.example/a")),
+            tokenEndpoint: honest.base.appendingPathComponent("token"))
+        var configuration = OIDCAuthProvider.Configuration(clientID: "nightly", redirectURI: "")
+        configuration.clientAuthentication = try .privateKeyJWT(key: key, audience: .tokenEndpoint)
+        let provider = try ClientCredentialsProvider(
+            provider: OIDCAuthProvider(metadata: metadata, configuration: configuration))
+        do {
+            _ = try await provider.token()
+            Issue.record("an assertion for another origin's token endpoint was sent")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration)
+        }
+        #expect(honest.requests.isEmpty)
+    }
+
+    @Test("a confidential client of the code flow: Basic at PAR (with its client_id) and at the token endpoint")
+    func confidentialCodeFlow() async throws {
+        let oidc = try OIDCTestServer { configuration in
+            var web = RegisteredClient(id: "web", redirectURIs: [OIDCTestServer.redirect])
+            web.tokenEndpointAuthentication = .clientSecretBasic(secret: Self.secret)
+            configuration.clients = [web]
+        }
+        defer { oidc.stop() }
+        let metadata = try await OIDCProviderMetadata.discover(issuer: oidc.issuer)
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: "web", redirectURI: OIDCTestServer.redirect, scopes: ["openid", "email", "offline_access"])
+        configuration.pushedRequests = .always
+        configuration.clientAuthentication = .clientSecretBasic(Self.secret)
+        let provider = OIDCAuthProvider(metadata: metadata, configuration: configuration, timeSource: oidc.clock)
+        let tokens = try await oidc.signIn(provider)
+        #expect(try JWT.unverified(try #require(tokens.idToken)).claims.audience == ["web"])
+        _ = try await provider.refresh(tokens)
+        // Without the secret the same client is refused.
+        var publicConfiguration = configuration
+        publicConfiguration.clientAuthentication = .none
+        let unauthenticated = OIDCAuthProvider(metadata: metadata, configuration: publicConfiguration)
+        await #expect(throws: AuthError.self) { _ = try await unauthenticated.refresh(tokens) }
+    }
 }

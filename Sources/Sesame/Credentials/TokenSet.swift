@@ -55,6 +55,13 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
     /// never carry one.
     public var deviceSecret: String?
 
+    /// These tokens without ``deviceSecret``.
+    var withoutDeviceSecret: TokenSet {
+        var copy = self
+        copy.deviceSecret = nil
+        return copy
+    }
+
     /// Whether the tokens are bound to a DPoP key.
     ///
     /// True when the type is `DPoP` (in any ASCII case) or a key thumbprint is recorded; such tokens are never sent

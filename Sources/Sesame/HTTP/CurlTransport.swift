@@ -66,7 +66,7 @@
             }
             guard let handle = csesame_curl_easy_init() else { throw AuthError(.transport, "libcurl could not start") }
             self.handle = handle
-            self.host = request.url.host ?? "the server"
+            self.host = SesameHTTP.hostAndPort(request.url)
             self.maximumResponseSize = maximumResponseSize
             try configure(request)
         }

@@ -302,3 +302,13 @@ extension SesameHTTP {
         #endif
     }
 }
+
+extension SesameHTTP {
+    /// `host` or `host:port` of `url`, for messages ("no response from 127.0.0.1:8081"): the port is what a person
+    /// most often got wrong.
+    static func hostAndPort(_ url: URL) -> String {
+        guard let host = url.host, !host.isEmpty else { return "the server" }
+        let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return url.port.map { "\(shown):\($0)" } ?? shown
+    }
+}

@@ -69,7 +69,8 @@ public struct URLSessionTransport: HTTPTransport {
                     throw CancellationError()
                 #endif
             }
-            throw AuthError(.transport, "no response from \(request.url.host ?? "the server"): \(Self.reason(error))")
+            throw AuthError(
+                .transport, "no response from \(SesameHTTP.hostAndPort(request.url)): \(Self.reason(error))")
         }
     }
 

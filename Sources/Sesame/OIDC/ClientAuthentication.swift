@@ -10,6 +10,7 @@ public import SesameJOSE
 /// from its metadata. `description` and `dump()` name the method, never a secret.
 ///
 /// ```swift
+/// let keyFile = try Data(contentsOf: URL(fileURLWithPath: "/run/secrets/nightly-report.jwk"))  // a private JWK
 /// let authentication = try ClientAuthentication.privateKeyJWT(key: try JWK(json: keyFile))
 /// ```
 public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomReflectable {
@@ -95,9 +96,11 @@ public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomRef
     /// An assertion's lifetime: one minute (single use; the provider remembers its `jti` that long).
     static let assertionLifetime: TimeInterval = 60
 
-    /// `pairs` and headers for a request to `endpoint` by `clientID`, authenticated.
+    /// `pairs` and headers for a request by `clientID`, authenticated; `keepsClientID` for a pushed authorization
+    /// request, whose `client_id` is one of the request's own parameters (RFC 9126 §2.1).
     func apply(
-        to pairs: [(String, String)], clientID: String, issuer: String?, tokenEndpoint: URL, now: Date
+        to pairs: [(String, String)], clientID: String, issuer: String?, tokenEndpoint: URL, now: Date,
+        keepsClientID: Bool = false
     ) throws -> (pairs: [(String, String)], headers: SesameHTTP.Headers) {
         switch method {
         case .none:
@@ -107,7 +110,7 @@ public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomRef
             let credentials =
                 OIDCAuthProvider.formComponent(clientID) + ":" + OIDCAuthProvider.formComponent(secret)
             return (
-                pairs.filter { $0.0 != "client_id" },
+                keepsClientID ? pairs : pairs.filter { $0.0 != "client_id" },
                 ["Authorization": "Basic " + Data(credentials.utf8).base64EncodedString()]
             )
         case .secretPost(let secret):
@@ -121,7 +124,18 @@ public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomRef
                     throw AuthError(.configuration, "an assertion for the issuer needs a provider with an issuer")
                 }
                 named = issuer
-            case .tokenEndpoint: named = tokenEndpoint.absoluteString
+            case .tokenEndpoint:
+                // An assertion naming a token endpoint is good at that server: one on another origin than the
+                // issuer could be an honest server's, named by a hostile provider's metadata to get assertions it
+                // can replay there (the mix-up RFC 7523's update addresses by naming the issuer).
+                guard let issuer, let issuerURL = URL(string: issuer),
+                    SesameHTTP.Origin(issuerURL) == SesameHTTP.Origin(tokenEndpoint)
+                else {
+                    throw AuthError(
+                        .configuration,
+                        "an assertion for the token endpoint needs the endpoint on the issuer's origin; use .issuer")
+                }
+                named = tokenEndpoint.absoluteString
             }
             let claims: JOSEObject = [
                 "iss": .string(clientID), "sub": .string(clientID), "aud": .string(named), "iat": .integer(issued),

@@ -50,13 +50,18 @@ public struct SharedSignIn: Sendable, Hashable, CustomStringConvertible, CustomR
 
 /// Where a vendor's apps keep the sign-in they share (``SharedSignIn``): one profile of a ``TokenStore`` that all of
 /// them reach, and nothing else reaches — on Apple platforms a ``KeychainTokenStore`` in the vendor's Keychain access
-/// group; elsewhere a ``FileTokenStore`` in a folder the apps share, or the keyring.
+/// group (`SesameApple`'s `KeychainTokenStore.keychain(service:accessGroup:appGroup:)`, with the app group for the
+/// cross-process lock); elsewhere a ``FileTokenStore`` in a folder the apps share, or the keyring.
 ///
 /// The device secret is kept only here (catalog NSSO-04): never in an app's own session store, and sent only to the
 /// provider's token and revocation endpoints.
 ///
 /// ```swift
-/// let shared = NativeSSOStore(store: KeychainTokenStore.keychain(service: "com.example.sso", accessGroup: "TEAMID.com.example.shared"))
+/// import SesameApple
+///
+/// let shared = NativeSSOStore(
+///     store: KeychainTokenStore.keychain(
+///         service: "com.example.sso", accessGroup: "TEAMID.com.example.shared", appGroup: "group.com.example"))
 /// ```
 public struct NativeSSOStore: Sendable {
     /// The store the apps share.
@@ -176,22 +181,27 @@ extension OIDCAuth {
     /// and device secret are exchanged for this app's own tokens, which are stored as any sign-in's.
     ///
     /// ```swift
-    /// do {
-    ///     try await auth.signInWithNativeSSO()
-    /// } catch let error as AuthError where error.code == .notSignedIn || error.code == .nativeSSORejected {
-    ///     try await auth.signIn(with: agent)  // no usable shared sign-in: the browser
+    /// if try await auth.session.currentTokens == nil {  // no session of this app's own yet
+    ///     do {
+    ///         try await auth.signInWithNativeSSO()
+    ///     } catch let error as AuthError
+    ///         where [.notSignedIn, .nativeSSORejected, .issuerMismatch].contains(error.code)
+    ///     {
+    ///         try await auth.signIn(with: agent)  // no usable shared sign-in: the browser
+    ///     }
     /// }
     /// ```
     ///
     /// - Parameter scope: the scope to ask for; the configured scopes by default.
     /// - Returns: the tokens.
-    /// - Throws: ``AuthError`` — ``AuthError/Code/notSignedIn`` (no shared sign-in, or no ``nativeSSO`` store),
+    /// - Throws: ``AuthError`` — ``AuthError/Code/notSignedIn`` (no shared sign-in), ``AuthError/Code/configuration``
+    ///   (no ``nativeSSO`` store),
     ///   ``AuthError/Code/nativeSSORejected`` (with `invalid_grant` the shared entry is forgotten: its device
     ///   session ended), ``AuthError/Code/idTokenRejected``, ``AuthError/Code/issuerMismatch``, the stores' errors.
     @discardableResult
     public func signInWithNativeSSO(scope: [String]? = nil) async throws -> TokenSet {
         guard let nativeSSO else {
-            throw AuthError(.notSignedIn, "Native SSO needs a shared store: configure the facade with nativeSSO")
+            throw AuthError(.configuration, "Native SSO needs a shared store: configure the facade with nativeSSO")
         }
         guard let shared = try await nativeSSO.sharedSignIn() else {
             throw AuthError(.notSignedIn, "no app of this vendor has shared a sign-in on this device")
@@ -207,26 +217,49 @@ extension OIDCAuth {
         return try await finishSignIn(tokens)
     }
 
+    /// The device secret of this provider's shared sign-in, to send with a new sign-in's code so that the
+    /// provider keeps that device session (one sign-out still ends every app's).
+    func sharedDeviceSecret() async -> String? {
+        guard let nativeSSO, let shared = try? await nativeSSO.sharedSignIn(), let issuer = provider.metadata.issuer,
+            ByteExact.equals(shared.issuer, issuer)
+        else { return nil }
+        return shared.deviceSecret
+    }
+
     /// Stores a sign-in's tokens in the session; a device secret that came with them goes to the shared store
     /// (``nativeSSO``) first, or nowhere — never into the session's own store.
+    ///
+    /// A shared sign-in it replaces (another device session: another user, or a provider that did not keep the
+    /// session) is revoked first, so that no app stays signed in from a sign-in no one can end any more.
     func finishSignIn(_ tokens: TokenSet) async throws -> TokenSet {
         var own = tokens
         own.deviceSecret = nil
         if let secret = tokens.deviceSecret, let nativeSSO, let idToken = tokens.idToken {
-            try await nativeSSO.save(try SharedSignIn(idToken: idToken, deviceSecret: secret))
+            let shared = try SharedSignIn(idToken: idToken, deviceSecret: secret)
+            if let replaced = await sharedDeviceSecret(),
+                !ConstantTime.equals(Array(replaced.utf8), Array(secret.utf8))
+            {
+                try? await provider.revokeDeviceSecret(replaced)
+            }
+            try await nativeSSO.save(shared)
         }
         try await session.signIn(with: own)
         return own
     }
 
     /// At sign-out: the shared sign-in of the same user is revoked at the provider (every app's session from it
-    /// ends, NSSO-04) and forgotten; another user's is left alone.
+    /// ends, NSSO-04) and then forgotten; another user's is left alone, and one the provider did not confirm
+    /// revoking is kept (the other apps' sessions from it still run: a later sign-out tries again).
     func endSharedSignIn(for tokens: TokenSet?) async {
         guard let nativeSSO, let shared = try? await nativeSSO.sharedSignIn(),
             let issuer = provider.metadata.issuer, ByteExact.equals(shared.issuer, issuer),
             let user = tokens?.user?.id, ByteExact.equals(shared.subject, user)
         else { return }
-        try? await provider.revokeDeviceSecret(shared.deviceSecret)
-        try? await nativeSSO.forget()
+        do {
+            try await provider.revokeDeviceSecret(shared.deviceSecret)
+            try? await nativeSSO.forget()
+        } catch {
+            return
+        }
     }
 }

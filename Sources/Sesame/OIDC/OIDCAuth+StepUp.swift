@@ -73,7 +73,8 @@ extension OIDCAuth {
         let redirect = try await agent.authorize(
             url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
         try Task.checkCancellation()
-        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
+        let tokens = try await provider.completeAuthorization(
+            redirect: redirect, pending: pending, deviceSecret: await sharedDeviceSecret())
         // The step-up is for the signed-in user: an answer for anyone else, or one that does not say who, replaces
         // nothing.
         guard let old = claims?.subject, let new = tokens.idToken.flatMap({ try? JWT.unverified($0).claims.subject }),

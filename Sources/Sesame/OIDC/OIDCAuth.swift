@@ -81,7 +81,8 @@ public final class OIDCAuth: Sendable {
     ///     ``FileDPoPKeyStore`` on Linux).
     ///   - dpopAlgorithms: for a key made now, the first of these the provider lists (all of them when it lists
     ///     none; catalog DPOP-08). An existing key is kept whatever its algorithm.
-    ///   - nativeSSO: where the vendor's apps share a sign-in (OpenID Connect Native SSO; ``nativeSSO``).
+    ///   - nativeSSO: where the vendor's apps share a sign-in (OpenID Connect Native SSO; ``nativeSSO``); the
+    ///     `device_sso` scope is then added to `scopes`.
     ///   - transport: the HTTP transport.
     ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
     /// - Returns: the facade.
@@ -121,6 +122,8 @@ public final class OIDCAuth: Sendable {
         timeSource: any TimeSource = SystemTimeSource()
     ) async throws -> OIDCAuth {
         try metadata.checkEndpoints()
+        // Sharing a sign-in needs the provider to issue a device secret: device_sso is asked for.
+        let scopes = nativeSSO != nil && !scopes.contains("device_sso") ? scopes + ["device_sso"] : scopes
         var configuration = OIDCAuthProvider.Configuration(clientID: clientID, redirectURI: redirectURI, scopes: scopes)
         if let dpopKeys {
             configuration.dpopSigner = try await dpopKeys.key(profile: profile)
@@ -156,7 +159,9 @@ public final class OIDCAuth: Sendable {
         let pending = try await provider.authorizationRequest(options)
         let redirect = try await agent.authorize(
             url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
-        return try await finishSignIn(try await provider.completeAuthorization(redirect: redirect, pending: pending))
+        return try await finishSignIn(
+            try await provider.completeAuthorization(
+                redirect: redirect, pending: pending, deviceSecret: await sharedDeviceSecret()))
     }
 
     /// Signs in with the device flow: `show` gets the code and where to enter it (display both, RFC 8628 §3.3), and

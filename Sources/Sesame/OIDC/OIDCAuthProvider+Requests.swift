@@ -72,7 +72,8 @@ extension OIDCAuthProvider {
         guard authentication.isConfidential, endpoints.contains(url) else { return (pairs, [:]) }
         return try authentication.apply(
             to: pairs, clientID: configuration.clientID, issuer: metadata.issuer, tokenEndpoint: metadata.tokenEndpoint,
-            now: timeSource.now.addingTimeInterval(clock.withLock { $0 }))
+            now: timeSource.now.addingTimeInterval(clock.withLock { $0 }),
+            keepsClientID: url == metadata.pushedAuthorizationRequestEndpoint)
     }
 
     /// A token or PAR request: with ``Configuration/dpopKey``, a fresh proof, and one retry on `use_dpop_nonce`
@@ -82,15 +83,17 @@ extension OIDCAuthProvider {
         guard let dpopSigner else {
             throw AuthError(.configuration, "the DPoP key is not a private asymmetric key")
         }
-        let (pairs, authentication) = try authenticated(pairs, for: url)
-        var headers: SesameHTTP.Headers = [
-            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
-        ]
-        for field in authentication { headers[field.name] = field.value }
         let request = SesameHTTP.Request(
-            method: "POST", url: url, headers: headers, body: Data(Self.formEncode(pairs).utf8))
+            method: "POST", url: url,
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"])
         let proof = DPoPProofAuthenticator(signer: dpopSigner, nonces: dpopNonces, timeSource: timeSource)
-        var exchange = AuthenticatedExchange(request, authenticator: proof, credentials: .none)
+        // The body, with the client's authentication, made again for every send: a retry with a nonce must not
+        // replay a client assertion (its jti is single-use).
+        let fresh = FreshlyAuthenticatedBody(proof: proof) { [self] in
+            let (pairs, headers) = try authenticated(pairs, for: url)
+            return (Data(Self.formEncode(pairs).utf8), headers)
+        }
+        var exchange = AuthenticatedExchange(request, authenticator: fresh, credentials: .none)
         return try await exchange.run(on: transport)
     }
 
@@ -202,5 +205,27 @@ struct BoundedSet: Sendable {
         order.append(member)
         if order.count > capacity { members.remove(order.removeFirst()) }
         return true
+    }
+}
+
+/// A token-endpoint request's body and client authentication made afresh for every send, then a DPoP proof.
+struct FreshlyAuthenticatedBody: Authenticator {
+    let proof: DPoPProofAuthenticator
+    let body: @Sendable () throws -> (Data, SesameHTTP.Headers)
+
+    var usesSessionCredentials: Bool { false }
+
+    func authenticate(_ request: SesameHTTP.Request, context: AuthenticationContext) async throws
+        -> SesameHTTP.Request
+    {
+        var request = request
+        let (data, headers) = try body()
+        request.body = data
+        for field in headers { request.headers[field.name] = field.value }
+        return try await proof.authenticate(request, context: context)
+    }
+
+    func classify(_ response: SesameHTTP.Response, for request: SesameHTTP.Request) -> AuthenticationVerdict {
+        proof.classify(response, for: request)
     }
 }

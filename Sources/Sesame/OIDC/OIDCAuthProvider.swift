@@ -230,6 +230,14 @@ public struct OIDCAuthProvider: AuthProvider {
     ///   ``AuthError/Code/authorizationFailed`` (the provider's error and description),
     ///   ``AuthError/Code/idTokenRejected``, token-endpoint errors.
     public func completeAuthorization(redirect: URL, pending: PendingAuthorization) async throws -> TokenSet {
+        try await completeAuthorization(redirect: redirect, pending: pending, deviceSecret: nil)
+    }
+
+    /// ``completeAuthorization(redirect:pending:)``, sending a Native SSO `device_secret` with the code (Native SSO
+    /// §3.3): the provider may keep that device session rather than start another.
+    func completeAuthorization(redirect: URL, pending: PendingAuthorization, deviceSecret: String?) async throws
+        -> TokenSet
+    {
         // The request must have been made here (BCP-08), and the response must arrive on its redirect URI
         // (NAT-13): a response meant for another provider is never exchanged at this one.
         guard
@@ -275,12 +283,14 @@ public struct OIDCAuthProvider: AuthProvider {
         guard let code = parameters["code"], !code.isEmpty else {
             throw AuthError(.invalidAuthorizationResponse, "the authorization response has neither code nor error")
         }
-        let answer = try await postWithProof(
-            metadata.tokenEndpoint,
-            [
-                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectURI),
-                ("client_id", configuration.clientID), ("code_verifier", pending.codeVerifier),
-            ])
+        var pairs = [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.redirectURI),
+            ("client_id", configuration.clientID), ("code_verifier", pending.codeVerifier),
+        ]
+        if let deviceSecret, configuration.scopes.contains("device_sso") {
+            pairs.append(("device_secret", deviceSecret))
+        }
+        let answer = try await postWithProof(metadata.tokenEndpoint, pairs)
         guard answer.status == 200 else { throw Self.failure(answer, "the code exchange was refused") }
         return try await tokens(
             from: answer,

@@ -35,7 +35,7 @@ public struct ClientCredentialsProvider: AuthProvider {
         guard response.status == 200 else {
             if [400, 401].contains(response.status), let body = ServerErrorResponse(response) {
                 throw AuthError(
-                    .authorizationFailed, "the provider refused the client credentials (\(body.error))",
+                    .authorizationFailed, "the provider refused the client credentials",
                     statusCode: response.status, serverResponse: body)
             }
             // Some providers (Glewlwyd) refuse a client with a bare 403. Nothing is lost by taking it as a refusal:
@@ -87,6 +87,7 @@ public struct ClientCredentialsProvider: AuthProvider {
 /// has — one token request for all concurrent callers, a new token on expiry or on an API's 401, DPoP.
 ///
 /// ```swift
+/// let keyFile = try Data(contentsOf: URL(fileURLWithPath: "/run/secrets/nightly-report.jwk"))  // a private JWK
 /// let service = try await ServiceAccount.configure(
 ///     issuer: URL(string: "https://id.example.com")!, clientID: "nightly-report",
 ///     authentication: try .privateKeyJWT(key: try JWK(json: keyFile)), scopes: ["reports.read"])

@@ -188,9 +188,13 @@ public actor AuthSession {
     ///
     /// Any refresh of an earlier session is cancelled first and can never store anything afterwards.
     ///
+    /// A Native SSO device secret among them is dropped: it belongs in the store the vendor's apps share
+    /// (``NativeSSOStore``), never in a session's (catalog NSSO-04).
+    ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable`` when they cannot be saved (the session
     ///   does not start: a sign-in that would be forgotten at the next launch is reported, not hidden).
     public func signIn(with tokens: TokenSet) async throws {
+        let tokens = tokens.withoutDeviceSecret
         await beginOperation()
         defer { endOperation() }
         _ = machine.beginSignIn()

@@ -153,10 +153,11 @@ extension DevServer {
         guard let jti = claims["jti"]?.stringValue, !jti.isEmpty, jti.utf8.count <= 256 else {
             return "the client assertion needs a jti"
         }
-        // Single use (RFC 7523 §3 item 7): the jti is remembered until the assertion expires.
+        // Single use (RFC 7523 §3 item 7): the jti is remembered until the assertion can no longer be accepted —
+        // its exp plus the leeway, and a margin.
         guard
-            (try? store.markUsed(token: "client-assertion\u{0}\(clientID)\u{0}\(jti)", expiresAt: expiry, now: now))
-                == true
+            (try? store.markUsed(
+                token: "client-assertion\u{0}\(clientID)\u{0}\(jti)", expiresAt: expiry + 60, now: now)) == true
         else { return "the client assertion was already used (its jti)" }
         return nil
     }
@@ -226,5 +227,21 @@ extension DevServer {
         response.headers.set("Pragma", "no-cache")
         if key != nil, configuration.dpopNonce { response.headers.set("DPoP-Nonce", dpopNonce(at: issued)) }
         return response
+    }
+
+    /// Revokes a client credentials token of `clientID` (it has no grant: its `jti` is listed, as an access
+    /// token's is); whether `token` was one.
+    func revokeServiceToken(_ token: String, clientID: String) -> Bool {
+        guard let verifier = state.withLock({ $0.accessVerifier }),
+            let claims = try? verifier.verifiedClaims(of: token, now: currentDate), claims["gid"] == nil,
+            claims["client_id"]?.stringValue.map({ ByteExact.equals($0, clientID) }) == true,
+            let jti = claims["jti"]?.stringValue, let expiry = claims.expiresAt
+        else { return false }
+        let now = self.now
+        revokedAccessTokens.withLock { revoked in
+            if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
+            if revoked.count < 100_000 { revoked[jti] = Int64(expiry.timeIntervalSince1970) }
+        }
+        return true
     }
 }

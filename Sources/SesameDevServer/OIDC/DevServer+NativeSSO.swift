@@ -17,14 +17,25 @@ extension DevServer {
 
     /// At a code exchange whose scope has `device_sso`: a device session for the grant, and its secret for the
     /// response (NSSO-01).
-    func startDeviceSession(for grant: DevStore.Grant, now issued: Int64) throws -> (
-        grant: DevStore.Grant, secret: String
-    )? {
+    ///
+    /// A `device_secret` the client sends with the code (Native SSO §3.3) of a live session of the same user and
+    /// group is kept: the grant joins that session, so one sign-out still ends every app's.
+    func startDeviceSession(for grant: DevStore.Grant, presented: String?, now issued: Int64) throws
+        -> (grant: DevStore.Grant, secret: String)?
+    {
         guard grant.scope.contains(Self.deviceSSOScope), let group = clients[grant.clientID]?.nativeSSOGroup else {
             return nil
         }
+        if let presented, let existing = try store.deviceSession(secret: presented, now: issued),
+            ByteExact.equals(existing.user.id, grant.user.id), ByteExact.equals(existing.group, group)
+        {
+            try store.attach(grantID: grant.id, toDeviceSession: existing.id)
+            var attached = grant
+            attached.deviceSession = existing.id
+            return (attached, presented)
+        }
         let (session, secret) = try store.createDeviceSession(
-            userID: grant.user.id, group: group, authTime: grant.authTime, acr: grant.acr,
+            userID: grant.user.id, group: group, authTime: grant.authTime, acr: grant.acr, scope: grant.scope,
             ttl: configuration.refreshTokenTTL, now: issued)
         try store.attach(grantID: grant.id, toDeviceSession: session.id)
         var attached = grant
@@ -72,18 +83,26 @@ extension DevServer {
             return fail(
                 "invalid_grant", "the device secret does not belong to this ID token (another device or session)")
         }
+        // Not this client's sign-in to share (another vendor's apps): refused as unauthorized, which says nothing
+        // against the sign-in itself.
         guard ByteExact.equals(session.group, group), clients[audience[0]]?.nativeSSOGroup == group else {
-            return fail("invalid_grant", "the ID token was issued to a client outside \(clientID)'s Native SSO group")
+            return fail(
+                "unauthorized_client", "the shared sign-in belongs to another Native SSO group than \(clientID)'s")
         }
-        // The second app's scope: what it asks for (openid at least), never more than this server knows.
+        // The second app's scope: what it asks for (openid at least), never more than the first sign-in granted.
         let scope = (parameters["scope"] ?? "openid").split(separator: " ").map(String.init)
-        guard scope.contains("openid"), scope.allSatisfy(AuthorizationRequest.supportedScopes.contains) else {
-            return fail("invalid_scope", "the scope must include openid and only scopes this server supports")
+        let granted = Set(session.scope)
+        guard scope.contains("openid"), scope.allSatisfy({ granted.contains($0) }) else {
+            return fail(
+                "invalid_scope",
+                "a shared sign-in gives at most its own scope (\(session.scope.joined(separator: " "))), with openid")
         }
         let issued = now
-        let grantID = try store.createGrant(
-            userID: session.user.id, clientID: clientID, scope: scope, authTime: session.authTime, claims: nil,
-            now: issued, acr: session.acr, deviceSession: session.id)
+        guard
+            let grantID = try store.createGrant(
+                inDeviceSession: session.id, userID: session.user.id, clientID: clientID, scope: scope,
+                authTime: session.authTime, acr: session.acr, now: issued)
+        else { return fail("invalid_grant", "the device session has ended") }
         if let key { try store.bind(grantID: grantID, toKey: key) }
         guard let grant = try store.activeGrant(id: grantID) else { return fail("invalid_grant", "the grant is gone") }
         state.withLock { $0.counters.nativeSSOExchanges += 1 }

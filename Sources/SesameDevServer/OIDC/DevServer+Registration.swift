@@ -53,9 +53,12 @@ extension DevServer {
             }
             let grants = metadata["grant_types"]?.arrayValue?.compactMap(\.stringValue) ?? ["authorization_code"]
             guard metadata["grant_types"].map({ $0.arrayValue?.count == grants.count }) ?? true,
-                RegisteredClient.grantTypes(grants) != nil
+                RegisteredClient.grantTypes(grants) != nil, !grants.contains(Self.clientCredentialsGrantType)
             else {
-                return invalid("invalid_client_metadata", "grant_types: authorization_code, refresh_token, device_code")
+                return invalid(
+                    "invalid_client_metadata",
+                    "grant_types: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code, "
+                        + "urn:ietf:params:oauth:grant-type:token-exchange (clients registered here are public)")
             }
             if let types = metadata["response_types"], types != ["code"] {
                 return invalid("invalid_client_metadata", "response_types must be [\"code\"]")

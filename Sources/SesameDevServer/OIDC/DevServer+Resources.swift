@@ -120,7 +120,7 @@ extension DevServer {
                 }
                 // A full list never refuses a revocation: the token's grant ends instead (the stricter answer).
                 if !kept { try store.revokeGrant(id: grant.id) }
-            } else {
+            } else if !revokeServiceToken(token, clientID: clientID) {
                 // A Native SSO device secret ends its device session: every app's grant from it (NSSO-04).
                 _ = try revokeDeviceSecret(token, clientID: clientID)
             }

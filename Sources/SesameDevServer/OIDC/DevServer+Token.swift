@@ -13,6 +13,14 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
+        // A DPoP proof binds what this request issues to its key (RFC 9449 §5). Checked first: a nonce demand
+        // must not spend the client's single-use assertion.
+        var key: String?
+        switch dpopProof(request, path: "/token", accessToken: nil) {
+        case .absent: break
+        case .valid(let thumbprint): key = thumbprint
+        case .refused(let response): return response
+        }
         let client: RegisteredClient
         switch authenticateClient(request, parameters, endpoint: "/token") {
         case .client(let authenticated): client = authenticated
@@ -22,13 +30,6 @@ extension DevServer {
         if let grantType = parameters["grant_type"], !client.allows(grantType) {
             return Self.oauthError(
                 OAuthFailure("unauthorized_client", "the client \(clientID) is not registered for \(grantType)"))
-        }
-        // A DPoP proof binds what this request issues to its key (RFC 9449 §5).
-        var key: String?
-        switch dpopProof(request, path: "/token", accessToken: nil) {
-        case .absent: break
-        case .valid(let thumbprint): key = thumbprint
-        case .refused(let response): return response
         }
         do {
             switch parameters["grant_type"] {
@@ -97,7 +98,9 @@ extension DevServer {
             guard var grant = try store.activeGrant(id: grantID) else { return invalid("the grant is gone") }
             state.withLock { $0.counters.codeExchanges += 1 }
             var extra: JOSEObject = [:]
-            if let (attached, secret) = try startDeviceSession(for: grant, now: issued) {
+            if let (attached, secret) = try startDeviceSession(
+                for: grant, presented: parameters["device_secret"], now: issued)
+            {
                 grant = attached
                 extra["device_secret"] = .string(secret)
             }

@@ -98,6 +98,7 @@ enum SignInPage {
         let descriptions: [String: String] = [
             "openid": "Sign you in (your account identifier)", "profile": "Your name",
             "email": "Your email address", "offline_access": "Stay signed in (a refresh token)",
+            "device_sso": "Share this sign-in with the vendor's other apps on this device",
             "address": "Your postal address", "phone": "Your phone number",
         ]
         let items = scope.map { "<li><code>\(escape($0))</code>: \(escape(descriptions[$0] ?? $0))</li>" }

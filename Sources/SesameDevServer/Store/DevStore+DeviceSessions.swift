@@ -16,6 +16,8 @@ extension DevStore {
         let group: String
         let authTime: Int64
         let acr: String?
+        /// What the first sign-in granted: a sibling app gets no more.
+        var scope: [String] = []
     }
 
     /// `ds_hash` for a device secret (see ``DeviceSession/dsHash``).
@@ -25,7 +27,7 @@ extension DevStore {
 
     /// Starts a device session for `userID` and returns it with its secret, which exists only in the response.
     func createDeviceSession(
-        userID: String, group: String, authTime: Int64, acr: String?, ttl: Int64, now: Int64
+        userID: String, group: String, authTime: Int64, acr: String?, scope: [String], ttl: Int64, now: Int64
     ) throws -> (session: DeviceSession, secret: String) {
         let secret = Self.newSecret()
         let id = Base64URL.encode(JOSECrypto.randomBytes(16))
@@ -35,15 +37,18 @@ extension DevStore {
                 "DELETE FROM device_sessions WHERE expires_at < ? AND ended = 0 AND id NOT IN (SELECT device_session FROM refresh_families WHERE device_session IS NOT NULL AND revoked = 0)",
                 [.integer(now)])
             try database.query(
-                "INSERT INTO device_sessions (id, secret_hash, ds_hash, user_id, sso_group, auth_time, acr, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO device_sessions (id, secret_hash, ds_hash, user_id, sso_group, auth_time, acr, scope, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     .text(id), .blob(Self.hash(secret)), .text(dsHash), .text(userID), .text(group),
-                    .integer(authTime), acr.map(SQLiteValue.text) ?? .null, .integer(now + ttl),
+                    .integer(authTime), acr.map(SQLiteValue.text) ?? .null, .text(scope.joined(separator: " ")),
+                    .integer(now + ttl),
                 ])
         }
         let user = try self.user(id: userID) ?? User(id: userID, email: nil)
         return (
-            DeviceSession(id: id, dsHash: dsHash, user: user, group: group, authTime: authTime, acr: acr), secret
+            DeviceSession(
+                id: id, dsHash: dsHash, user: user, group: group, authTime: authTime, acr: acr, scope: scope),
+            secret
         )
     }
 
@@ -59,7 +64,7 @@ extension DevStore {
 
     private func deviceSession(where condition: String, _ value: SQLiteValue, now: Int64?) throws -> DeviceSession? {
         var sql =
-            "SELECT d.id, d.ds_hash, d.user_id, u.email, d.sso_group, d.auth_time, d.acr FROM device_sessions d JOIN users u ON u.id = d.user_id WHERE \(condition)"
+            "SELECT d.id, d.ds_hash, d.user_id, u.email, d.sso_group, d.auth_time, d.acr, d.scope FROM device_sessions d JOIN users u ON u.id = d.user_id WHERE \(condition)"
         var values = [value]
         if let now {
             sql += " AND d.ended = 0 AND d.expires_at > ?"
@@ -70,7 +75,29 @@ extension DevStore {
         else { return nil }
         return DeviceSession(
             id: id, dsHash: dsHash, user: User(id: userID, email: row[3].text), group: group,
-            authTime: row[5].integer ?? 0, acr: row[6].text)
+            authTime: row[5].integer ?? 0, acr: row[6].text,
+            scope: (row[7].text ?? "").split(separator: " ").map(String.init))
+    }
+
+    /// A grant made from device session `session` while it lives; nil when the session has ended.
+    ///
+    /// One transaction with the check: a sign-out that ends the session either comes first (no grant) or revokes
+    /// the grant with the session's others.
+    func createGrant(
+        inDeviceSession session: String, userID: String, clientID: String, scope: [String], authTime: Int64,
+        acr: String?, now: Int64
+    ) throws -> String? {
+        try database.transaction {
+            guard
+                try !database.query(
+                    "SELECT 1 FROM device_sessions WHERE id = ? AND ended = 0 AND expires_at > ?",
+                    [.text(session), .integer(now)]
+                ).isEmpty
+            else { return nil }
+            return try createGrant(
+                userID: userID, clientID: clientID, scope: scope, authTime: authTime, claims: nil, now: now, acr: acr,
+                deviceSession: session)
+        }
     }
 
     /// Links grant `grantID` to device session `session`.

@@ -50,6 +50,7 @@ extension DevStore {
                         sso_group TEXT NOT NULL,
                         auth_time INTEGER NOT NULL,
                         acr TEXT,
+                        scope TEXT NOT NULL DEFAULT '',
                         expires_at INTEGER NOT NULL,
                         ended INTEGER NOT NULL DEFAULT 0
                     );

@@ -67,6 +67,8 @@ struct LogoutCommand: SesameCommand {
             }
         }
         // Through the facade for OpenID Connect: it also ends a sign-in shared with other profiles (Native SSO).
+        let sharedEntry = revokes ? settings?.oidc?.nativeSSO : nil
+        let sharing = await (try? context.oidc?.nativeSSO?.sharedSignIn()) != nil
         let result =
             if revokes, let auth = context.oidc { await auth.signOut() } else {
                 await context.session.signOut(revoke: revokes)
@@ -85,6 +87,12 @@ struct LogoutCommand: SesameCommand {
         profile.deleteSettings()
         try? await OIDCLoginFlow.dpopKeys(profile).deleteKey(profile: profile.name)
         try? PrivateFile.delete(ServiceAccountLogin.secretURL(profile))
+        if let sharedEntry, sharing {
+            FileHandle.standardError.write(
+                Data(
+                    ("ended the shared sign-in \(sharedEntry): profiles that signed in from it are signed out at the "
+                        + "provider too\n").utf8))
+        }
         FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
     }
 }

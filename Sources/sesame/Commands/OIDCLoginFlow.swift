@@ -17,8 +17,12 @@ struct OIDCLoginFlow: Sendable {
 
     static let issuer = OptionSpec("--issuer", value: "URL", "the OpenID Connect issuer (https, or http on loopback)")
     static let clientID = OptionSpec(
-        "--client-id", value: "ID", "the registered public client (the dev server's: sesame-cli)")
-    static let scope = OptionSpec("--scope", value: "SCOPES", "space-separated scopes", default: defaultScope)
+        "--client-id", value: "ID",
+        "the registered client (the dev server's public one: sesame-cli; a confidential one with --client-credentials)"
+    )
+    static let scope = OptionSpec(
+        "--scope", value: "SCOPES",
+        "space-separated scopes (default: \(defaultScope); with --client-credentials: the client's registered ones)")
     static let redirectURI = OptionSpec(
         "--redirect-uri", value: "URI", "the loopback redirect (port 0: a free one)",
         default: "http://127.0.0.1:0/callback")
@@ -218,10 +222,22 @@ struct OIDCLoginFlow: Sendable {
                 tokens = try await auth.signInWithNativeSSO()
                 how = ", from the shared sign-in"
             } catch let error as AuthError
+                where error.code == .nativeSSORejected && error.serverResponse?.error == "unauthorized_client"
+            {
+                // Not the shared sign-in's fault: this client may not use one (a browser sign-in with device_sso
+                // would be refused too).
+                throw CLIError(
+                    status: .failure, code: error.code.rawValue,
+                    message:
+                        "the provider does not let \(client) sign in from a shared sign-in (\(CLI.describe(error))); "
+                        + "on the dev server, give it a \"native_sso_group\" in --config")
+            } catch let error as AuthError
                 where [.notSignedIn, .nativeSSORejected, .issuerMismatch, .storeCorrupt].contains(error.code)
             {
                 FileHandle.standardError.write(
-                    Data("no usable shared sign-in (\(CLI.describe(error))); signing in with the browser\n".utf8))
+                    Data(
+                        "\(Self.noSharedSignIn(error, entry: nativeSSOEntry ?? "", profile: profile)); signing in with the browser\n"
+                            .utf8))
             }
         }
         if let done = tokens {
@@ -243,11 +259,30 @@ struct OIDCLoginFlow: Sendable {
                 kind: .oidc, baseURL: issuerURL.absoluteString, store: kind, origins: resources,
                 email: tokens.user?.email, oidc: settings))
         await profile.forgetCredentials(in: previous, nowIn: kind)
+        try? PrivateFile.delete(ServiceAccountLogin.secretURL(profile))  // a service account's, if it was one
         let who = tokens.user?.email ?? tokens.user?.id ?? "unknown"
         FileHandle.standardError.write(
             Data(
                 ("signed in as \(PrintableText.sanitized(who, limit: 200)) (profile \(profile.name), "
                     + "\(kind.rawValue) store\(how))\n").utf8))
+    }
+
+    /// Why the shared entry was of no use, naming the entries there are when it is missing (a typo?).
+    static func noSharedSignIn(_ error: AuthError, entry: String, profile: Profile) -> String {
+        switch error.code {
+        case .notSignedIn:
+            let folder = profile.home.appendingPathComponent("shared")
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+                .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
+            return "no shared sign-in named \(entry) yet"
+                + (names.isEmpty ? "" : " (shared: \(names.joined(separator: ", ")))")
+        case .issuerMismatch:
+            return "the shared sign-in \(entry) is another provider's; this sign-in replaces it"
+        case .nativeSSORejected:
+            return "the shared sign-in \(entry) has ended (\(CLI.describe(error)))"
+        default:
+            return "the shared sign-in \(entry) is unusable (\(CLI.describe(error)))"
+        }
     }
 
     /// The authorization URL on its own line, so a script (or a person) can take it (DESIGN §4), then the browser.

@@ -104,6 +104,8 @@ struct RequestCommand: SesameCommand {
                     + "; give a PATH, or log in to that server with another --profile",
                 command: selection.command)
         }
+        // A service account that lost its token (refused renewal) asks the grant again first.
+        if context.service != nil { _ = try await context.tokens() }
         let response: SesameHTTP.Response
         do {
             response = try await client.send(

@@ -15,7 +15,7 @@ struct ServeCommand: SesameCommand {
     static let discussion = """
         A development identity server on this machine: the REST contract (POST /register, /login,
         /refresh-token, /logout, /auth/apple; GET /me) and a strict OpenID Connect provider (discovery,
-        /authorize with a sign-in page, /token with PKCE S256 only, /userinfo, /revoke, /end-session,
+        /authorize with a sign-in page, /token (PKCE S256 only for codes), /userinfo, /revoke, /end-session,
         /device_authorization + /device, /par, /jwks). NOT a production identity provider.
         It prints its issuer URL on stdout when ready; Ctrl-C stops it cleanly.
 
@@ -26,7 +26,9 @@ struct ServeCommand: SesameCommand {
         OPENID CONNECT: the public client sesame-cli accepts any loopback redirect URI (http://127.0.0.1:PORT/...,
         http://[::1]:PORT/...) and the device grant; --client adds clients with registered redirect URIs (which are
         also their post-logout URIs; a loopback one matches on any port). A refresh token is issued only with the
-        offline_access scope, rotated on every use; a reused one revokes its grant.
+        offline_access scope, rotated on every use; a reused one revokes its grant. A --config file adds
+        confidential clients (private_key_jwt with a jwks, or a client_secret) for the client_credentials grant,
+        and Native SSO groups (native_sso_group: clients that share a sign-in through device_sso).
 
         Every request's Host must name the issuer's host or a loopback name (else 421), so DNS rebinding reaches
         nothing; POSTs to the development endpoints take application/json only (else 415).

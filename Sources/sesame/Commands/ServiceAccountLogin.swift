@@ -52,12 +52,6 @@ struct ServiceAccountLogin: Sendable {
     /// - Throws: ``CLIError`` (usage).
     init(_ arguments: ParsedArguments, selection: SessionSelection) throws {
         self.selection = selection
-        guard let issuerText = arguments.value(OIDCLoginFlow.issuer), let issuer = URL(string: issuerText),
-            ["http", "https"].contains(issuer.scheme?.lowercased() ?? ""), issuer.host?.isEmpty == false
-        else { throw arguments.usage("--client-credentials needs --issuer URL (the provider's issuer)") }
-        guard let clientID = arguments.value(OIDCLoginFlow.clientID), !clientID.isEmpty else {
-            throw arguments.usage("--client-credentials needs --client-id ID (the registered confidential client)")
-        }
         let browserOptions = [
             OIDCLoginFlow.noBrowser, OIDCLoginFlow.device, OIDCLoginFlow.dpop, OIDCLoginFlow.acrValues,
             OIDCLoginFlow.maxAge, OIDCLoginFlow.nativeSSO, OIDCLoginFlow.redirectURI, OIDCLoginFlow.dpopAlgorithm,
@@ -65,6 +59,12 @@ struct ServiceAccountLogin: Sendable {
         ]
         if let used = browserOptions.first(where: { arguments.flag($0) || arguments.value($0) != nil }) {
             throw arguments.usage("\(used.name) is not for a service account: drop it")
+        }
+        guard let issuerText = arguments.value(OIDCLoginFlow.issuer), let issuer = URL(string: issuerText),
+            ["http", "https"].contains(issuer.scheme?.lowercased() ?? ""), issuer.host?.isEmpty == false
+        else { throw arguments.usage("--client-credentials needs --issuer URL (the provider's issuer)") }
+        guard let clientID = arguments.value(OIDCLoginFlow.clientID), !clientID.isEmpty else {
+            throw arguments.usage("--client-credentials needs --client-id ID (the registered confidential client)")
         }
         let keyPath = arguments.value(Self.key)
         let readsSecret = arguments.flag(Self.secretStdin)
@@ -123,7 +123,8 @@ struct ServiceAccountLogin: Sendable {
                 return try .privateKeyJWT(
                     key: key, audience: settings.assertionAudience == "token-endpoint" ? .tokenEndpoint : .issuer)
             } catch let error as AuthError {
-                throw CLIError(status: .failure, code: "key_unreadable", message: error.message)
+                let hint = error.message.contains("other users") ? "; make it yours alone: chmod 600 \(path)" : ""
+                throw CLIError(status: .failure, code: "key_unreadable", message: error.message + hint)
             } catch {
                 throw CLIError(
                     status: .failure, code: "key_unreadable",

@@ -60,7 +60,7 @@ struct TokenCommand: SesameCommand {
         if let target {
             guard let auth = context.oidc else {
                 throw CLIError.usage(
-                    "profile \(context.profile.name) signs in with a REST backend, which has no token exchange",
+                    "profile \(context.profile.name) \(context.kindForRefusal), which has no token exchange here",
                     command: invocation.selection.command)
             }
             let token: ExchangedToken
@@ -85,7 +85,7 @@ struct TokenCommand: SesameCommand {
             }
             return
         }
-        let tokens = refreshesNow ? try await context.session.forceRefresh() : try await context.session.validTokens()
+        let tokens = try await context.tokens(forceRefresh: refreshesNow)
         if invocation.json {
             var json: JOSEObject = ["accessToken": .string(tokens.accessToken), "tokenType": .string(tokens.tokenType)]
             if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { json["expiresAt"] = .integer(expiresAt) }
@@ -118,8 +118,8 @@ struct UserInfoCommand: SesameCommand {
         let context = try await SessionContext(invocation.selection).withUsableKey()
         guard let auth = context.oidc else {
             throw CLIError.usage(
-                "profile \(context.profile.name) signs in with a REST backend, which has no UserInfo; "
-                    + "try 'sesame request /me'",
+                "profile \(context.profile.name) \(context.kindForRefusal), which has no UserInfo"
+                    + (context.service == nil ? "; try 'sesame request /me'" : ""),
                 command: invocation.selection.command)
         }
         // Through the SDK: the session's scheme (DPoP when bound), one refresh on a rejection, `sub` checked.
@@ -169,6 +169,13 @@ struct StatusCommand: SesameCommand {
             if let user = tokens.user {
                 status["user"] = ["id": .string(user.id), "email": user.email.map(JOSEValue.string) ?? .null]
             }
+            if let oidc = settings.oidc, let service = oidc.service {
+                status["service"] = [
+                    "clientID": .string(oidc.clientID), "method": .string(service.method),
+                    "keyFile": service.keyFile.map(JOSEValue.string) ?? .null,
+                ]
+            }
+            if let entry = settings.oidc?.nativeSSO { status["nativeSSO"] = .string(entry) }
             if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { status["expiresAt"] = .integer(expiresAt) }
             if let scope = tokens.scope { status["scope"] = .string(scope) }
             if let thumbprint = tokens.dpopKeyThumbprint { status["dpopKeyThumbprint"] = .string(thumbprint) }
@@ -183,7 +190,13 @@ struct StatusCommand: SesameCommand {
         if let key = context.oidc?.provider.dpopSigner {
             print("dpop:     yes (\(key.algorithm.name) key \(key.thumbprint))")
         }
-        print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
+        if let oidc = settings.oidc, let service = oidc.service {
+            print("client:   \(safe(oidc.clientID)) (service account, \(service.method))")
+            if let keyFile = service.keyFile { print("key:      \(safe(keyFile))") }
+        } else {
+            print("user:     \(safe(tokens.user?.email ?? tokens.user?.id ?? "unknown"))")
+        }
+        if let entry = settings.oidc?.nativeSSO { print("shared:   sign-in shared as \(safe(entry)) (Native SSO)") }
         var expiry = tokens.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"
         if expired { expiry += tokens.refreshToken == nil ? " (expired)" : " (expired — will refresh)" }
         print("expires:  \(expiry)")

@@ -62,6 +62,7 @@ struct RESTSignIn: Sendable {
             Profile.Settings(baseURL: base.absoluteString, store: kind, origins: [], email: tokens.user?.email ?? email)
         )
         await profile.forgetCredentials(in: previous, nowIn: kind)
+        try? PrivateFile.delete(ServiceAccountLogin.secretURL(profile))  // a service account's, if it was one
         FileHandle.standardError.write(
             Data(
                 ("signed in as \(PrintableText.sanitized(tokens.user?.email ?? email, limit: 200)) "
@@ -153,6 +154,7 @@ struct LoginCommand: SesameCommand {
             "sesame login --issuer http://127.0.0.1:8080 --client-id sesame-cli --no-browser",
             "sesame login --issuer https://id.example.com --client-id my-cli --device --resource https://api.example.com",
             "sesame login --client-credentials --issuer https://id.example.com --client-id nightly --key nightly.jwk --scope reports.read",
+            "sesame login --issuer http://127.0.0.1:8080 --client-id calendar --profile calendar --native-sso vendor",
         ],
         exitCodes: [(1, "failure, e.g. invalid_credentials, or --store keyring with no keyring")], command: Self.self)
 

@@ -192,7 +192,8 @@ struct Profile: Sendable {
             throw CLIError(
                 status: .notSignedIn, code: "not_signed_in",
                 message: "profile \(name) is not signed in (sesame login --rest URL --email EMAIL, or --issuer URL "
-                    + "--client-id ID" + (name == "default" ? "" : ", with --profile \(name)") + ")")
+                    + "--client-id ID, or --client-credentials --issuer URL --client-id ID --key FILE"
+                    + (name == "default" ? "" : ", with --profile \(name)") + ")")
         }
         return settings
     }

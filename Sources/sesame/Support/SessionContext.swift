@@ -11,6 +11,8 @@ struct SessionContext {
     /// The facade, for an OpenID Connect profile: without a key when its DPoP key file could not be read
     /// (``dpopProblem``; then only logout uses it).
     let oidc: OIDCAuth?
+    /// The service account, for a profile of the client credentials grant (no user; ``oidc`` is nil).
+    let service: ServiceAccount?
     let base: URL
     /// Why the DPoP key could not be read (a command that uses the tokens throws it; logout does not need it).
     var dpopProblem: CLIError?
@@ -40,6 +42,7 @@ struct SessionContext {
         switch settings.kind {
         case .rest:
             oidc = nil
+            service = nil
             session = AuthSession(provider: RESTAuthProvider(baseURL: base), store: store, profile: profile.name)
         case .oidc:
             guard let settings = settings.oidc else {
@@ -49,13 +52,17 @@ struct SessionContext {
                 )
             }
             if let service = settings.service {
-                // A service account: the client credentials grant, no user, no facade.
+                // A service account: the client credentials grant, no user; a refused or missing token is asked
+                // for again (``serviceToken(forceRefresh:)``), never "signed out".
                 oidc = nil
-                session = AuthSession(
+                let account = ServiceAccount(
                     provider: try ServiceAccountLogin.provider(settings, service: service, profile: profile),
                     store: store, profile: profile.name)
+                self.service = account
+                session = account.session
                 return
             }
+            service = nil
             do {
                 let auth = try await OIDCLoginFlow.restore(settings, profile: profile, store: store)
                 oidc = auth
@@ -79,6 +86,27 @@ struct SessionContext {
     func withUsableKey() throws -> SessionContext {
         if let dpopProblem { throw dpopProblem }
         return self
+    }
+
+    /// The credentials to use now: a service account's current token or a new one from the grant; for any other
+    /// profile the session's (refreshed when due, or now with `forceRefresh`).
+    ///
+    /// - Throws: the session's or the grant's ``AuthError``.
+    func tokens(forceRefresh: Bool = false) async throws -> TokenSet {
+        if let service {
+            _ = try await service.accessToken(forceRefresh: forceRefresh)
+            guard let tokens = try await session.currentTokens else {
+                throw AuthError(.notSignedIn, "the service account has no token")
+            }
+            return tokens
+        }
+        return try await forceRefresh ? session.forceRefresh() : session.validTokens()
+    }
+
+    /// A sentence for commands that need a user or a provider's facade, naming what the profile is instead.
+    var kindForRefusal: String {
+        service != nil
+            ? "is a service account (the client credentials grant, no user)" : "signs in with a REST backend"
     }
 
     /// The profile's server and resources; the session's provider supplies the scheme (DPoP when bound).
