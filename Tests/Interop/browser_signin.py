@@ -16,6 +16,7 @@ import sys
 import urllib.parse
 
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -36,7 +37,8 @@ def main():
     result = {}
     with chromium("--window-size=900,1000", "--disable-extensions") as driver:
         callback = urllib.parse.parse_qs(urllib.parse.urlsplit(first).query)["redirect_uri"][0]
-        wait = WebDriverWait(driver, 10)
+        # A page that navigates while an element is read makes it stale: no failure, look again.
+        wait = WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,))
 
         driver.get(first)
         if "Development server" not in driver.page_source:

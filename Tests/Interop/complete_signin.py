@@ -8,6 +8,7 @@ tab"), saves a screenshot of it, and prints that page's text.
 """
 import sys
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -21,6 +22,9 @@ with chromium() as driver:
     field.send_keys(email)
     field.send_keys(Keys.TAB)
     driver.switch_to.active_element.send_keys(password + Keys.ENTER)
-    WebDriverWait(driver, 15).until(lambda d: "close this tab" in d.find_element(By.TAG_NAME, "body").text)
+    # The page navigates while we look (the form's POST, the redirect, the CLI's page): a body found on one page and
+    # read on the next is stale, which is no failure — look again.
+    WebDriverWait(driver, 15, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: "close this tab" in d.find_element(By.TAG_NAME, "body").text)
     driver.save_screenshot(screenshot)
     print(driver.find_element(By.TAG_NAME, "body").text)

@@ -22,11 +22,12 @@ enum CLIRunner {
         return root.appendingPathComponent(".build/debug/sesame")
     }()
 
-    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws
-        -> CLIResult
-    {
+    /// Runs `executable` (sesame by default) with `arguments`, `stdin` and `environment` added to this one's.
+    static func run(
+        executable: URL = binary, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) throws -> CLIResult {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
         process.arguments = arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }

@@ -6,7 +6,7 @@ import Testing
 @Suite struct HelpTests {
     static let commands: [[String]] = [
         ["demo"], ["serve"], ["register"], ["login"], ["token"], ["userinfo"], ["status"], ["request"], ["logout"],
-        ["completion"],
+        ["credential-helper"], ["completion"],
         ["jwk", "generate"], ["jwk", "public"], ["jwt", "decode"], ["jwt", "verify"], ["jwt", "sign"],
     ]
 

@@ -3,7 +3,8 @@
 enum CommandTable {
     static let all: [CommandSpec] = [
         DemoCommand.spec, ServeCommand.spec, RegisterCommand.spec, LoginCommand.spec, TokenCommand.spec,
-        UserInfoCommand.spec, StatusCommand.spec, RequestCommand.spec, LogoutCommand.spec, CompletionCommand.spec,
+        UserInfoCommand.spec, StatusCommand.spec, RequestCommand.spec, LogoutCommand.spec, CredentialHelperCommand.spec,
+        CompletionCommand.spec,
         JWKGenerateCommand.spec, JWKPublicCommand.spec, JWTDecodeCommand.spec, JWTVerifyCommand.spec,
         JWTSignCommand.spec,
     ]

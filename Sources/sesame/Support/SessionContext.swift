@@ -92,15 +92,29 @@ struct SessionContext {
     /// profile the session's (refreshed when due, or now with `forceRefresh`).
     ///
     /// - Throws: the session's or the grant's ``AuthError``.
-    func tokens(forceRefresh: Bool = false) async throws -> TokenSet {
+    func tokens(forceRefresh: Bool = false, minimumValidity: TimeInterval? = nil) async throws -> TokenSet {
         if let service {
             _ = try await service.accessToken(forceRefresh: forceRefresh)
-            guard let tokens = try await session.currentTokens else {
+            guard var tokens = try await session.currentTokens else {
                 throw AuthError(.notSignedIn, "the service account has no token")
+            }
+            if let minimumValidity, tokens.needsRefresh(at: Date(), leeway: minimumValidity) {
+                _ = try await service.accessToken(forceRefresh: true)
+                tokens = try await session.currentTokens ?? tokens
             }
             return tokens
         }
-        return try await forceRefresh ? session.forceRefresh() : session.validTokens()
+        var tokens =
+            try await forceRefresh ? session.forceRefresh() : session.validTokens(minimumValidity: minimumValidity)
+        // A promise of `minimumValidity` seconds (`token --min-validity`): the session refreshes early only within
+        // half a token's lifetime; when a fresh token would keep the promise and this one does not, refresh now.
+        if !forceRefresh, let minimumValidity, let expiresAt = tokens.expiresAt,
+            expiresAt.timeIntervalSinceNow < minimumValidity,
+            tokens.receivedAt.map({ expiresAt.timeIntervalSince($0) >= minimumValidity }) ?? false
+        {
+            tokens = try await session.forceRefresh()
+        }
+        return tokens
     }
 
     /// A sentence for commands that need a user or a provider's facade, naming what the profile is instead.

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# How long `sesame token` takes (a signed-in profile, a valid token: the credential-plugin path kubectl and git
+# run on every call), against a hello-world Swift executable that imports Foundation, both built -O in release, in
+# the same run. Prints the medians and their ratio.
+#
+# Usage: Scripts/bench-token.sh [RUNS]   (default 51; each program runs RUNS times, interleaved)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-51}
+case "$RUNS" in ''|*[!0-9]*) echo "bench-token.sh: RUNS must be a number" >&2; exit 2 ;; esac
+
+swift build -c release --product sesame >/dev/null
+BIN="$PWD/.build/release/sesame"
+WORK=$(mktemp -d)
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+# The reference: Foundation imported and used, nothing else.
+printf 'import Foundation\nprint(ProcessInfo.processInfo.processIdentifier > 0 ? "hello" : "")\n' > "$WORK/hello.swift"
+swiftc -O "$WORK/hello.swift" -o "$WORK/hello"
+
+# A dev server and a profile with a token valid for an hour (file store: no keyring round trip).
+mkfifo "$WORK/ready"
+"$BIN" serve --port 0 --access-token-ttl 3600 --user bench@example.com:correct-horse-battery > "$WORK/ready" 2>/dev/null &
+SERVER=$!
+read -r URL < "$WORK/ready"
+export SESAME_HOME="$WORK/home" SESAME_STORE=file
+echo correct-horse-battery | "$BIN" login --rest "$URL" --email bench@example.com 2>/dev/null
+
+python3 - "$RUNS" "$BIN" "$WORK/hello" <<'PY'
+import statistics, subprocess, sys, time
+runs, sesame, hello = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def once(argv):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+for argv in ([sesame, "token"], [hello]):  # warm the page cache
+    once(argv)
+token, reference = [], []
+for _ in range(runs):
+    token.append(once([sesame, "token"]))
+    reference.append(once([hello]))
+t, r = statistics.median(token), statistics.median(reference)
+print(f"sesame token (release, valid token, file store): median {t:.1f} ms over {runs} runs")
+print(f"hello world importing Foundation (swiftc -O):     median {r:.1f} ms over {runs} runs")
+print(f"ratio: {t / r:.2f}x")
+PY
