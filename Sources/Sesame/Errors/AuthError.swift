@@ -101,10 +101,13 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// (`issuer_mismatch`, `audience_mismatch`, `nonce_mismatch`, `signature_invalid`, `ambiguous_key`, `expired`,
     /// `missing_claim`, `algorithm_not_allowed`, …) or one of `untrusted_audience`, `at_hash_mismatch`,
     /// `auth_time_missing`, `auth_time_too_old`, `acr_not_met`; after a step-up or a refresh `subject_changed`;
-    /// after a refresh `issuer_changed`, `audience_changed`, `auth_time_changed`; for UserInfo `subject_mismatch`.
+    /// after a refresh `issuer_changed`, `audience_changed`, `auth_time_changed`; for UserInfo `subject_mismatch`;
+    /// for ``Code/transport``, `cannot_connect` when no connection was made (nothing reached the server).
     public internal(set) var reason: String?
     /// What the resource asked for, for ``Code/stepUpRequired``.
     public internal(set) var stepUpChallenge: StepUpChallenge?
+    /// How long the server asked to wait before trying again (`Retry-After`, in seconds), when it said.
+    public internal(set) var retryAfter: TimeInterval?
 
     /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).
     public init(_ code: Code, _ message: String, statusCode: Int? = nil, serverResponse: ServerErrorResponse? = nil) {
@@ -156,12 +159,15 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// The error for a response the caller did not expect: ``Code/server`` with the error body when there is
     /// one, ``Code/transport`` for a 5xx or 429 without one, else ``Code/server`` with the bare status.
     public static func unexpected(_ response: SesameHTTP.Response) -> AuthError {
+        var error: AuthError
         if let body = ServerErrorResponse(response) {
-            return AuthError(.server, "the server answered \(response.status)", serverResponse: body)
+            error = AuthError(.server, "the server answered \(response.status)", serverResponse: body)
+        } else if response.status >= 500 || response.status == 429 {
+            error = AuthError(.transport, "the server answered \(response.status)", statusCode: response.status)
+        } else {
+            error = AuthError(.server, "the server answered \(response.status)", statusCode: response.status)
         }
-        if response.status >= 500 || response.status == 429 {
-            return AuthError(.transport, "the server answered \(response.status)", statusCode: response.status)
-        }
-        return AuthError(.server, "the server answered \(response.status)", statusCode: response.status)
+        error.retryAfter = RetryPolicy.retryAfter(response)
+        return error
     }
 }

@@ -39,6 +39,8 @@ public struct AuthorizedClient: Sendable {
     public typealias StepUpHandler = @Sendable (StepUpChallenge) async throws -> Void
     private let transport: any HTTPTransport
     private let decoder: JSONDecoder
+    /// How transient failures are tried again (``RetryPolicy``).
+    public let retry: RetryPolicy
     /// `baseURL` as text without a trailing slash, for joining plain paths (nil when it has a query or fragment).
     private let baseText: String?
     /// The URLs of the plain paths called lately (an app calls the same few endpoints again and again).
@@ -65,6 +67,9 @@ public struct AuthorizedClient: Sendable {
     ///     is then retried once (``OIDCAuth/client(for:additionalOrigins:stepUpWith:)`` makes one).
     ///   - scheme: the authenticator of ``Authorization/session`` requests in place of the session's (which then
     ///     are neither refreshed nor stepped up by this client).
+    ///   - retry: how transient failures (no answer; 408, 429, 5xx but 501) are tried again: idempotent requests
+    ///     only unless the policy says otherwise, `Retry-After` honoured up to its limit; default
+    ///     ``RetryPolicy/none``.
     public init(
         session: AuthSession,
         baseURL: URL,
@@ -74,8 +79,10 @@ public struct AuthorizedClient: Sendable {
         decoder: JSONDecoder = JSONDecoder(),
         dpop: DPoPAuthenticator? = nil,
         stepUp: StepUpHandler? = nil,
-        scheme: (any Authenticator)? = nil
+        scheme: (any Authenticator)? = nil,
+        retry: RetryPolicy = .none
     ) {
+        self.retry = retry
         self.scheme = scheme
         self.dpop = dpop
         self.stepUp = stepUp
@@ -121,12 +128,12 @@ public struct AuthorizedClient: Sendable {
     private func send(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
         -> SesameHTTP.Response
     {
-        let (response, credentialed) = try await exchange(request, authorization: authorization, underBase: underBase)
+        let (response, credentialed) = try await retried(request, authorization: authorization, underBase: underBase)
         // RFC 9470: a valid token from too weak or too old a sign-in. Never a refresh; one step-up, one retry.
         guard response.status == 401, credentialed, let challenge = StepUpChallenge(response) else { return response }
         guard let stepUp else { throw Self.stepUpRequired(challenge, response, afterStepUp: false) }
         try await stepUp(challenge)
-        let (again, stillCredentialed) = try await exchange(
+        let (again, stillCredentialed) = try await retried(
             request, authorization: authorization, underBase: underBase)
         if again.status == 401, stillCredentialed, let second = StepUpChallenge(again) {
             throw Self.stepUpRequired(second, again, afterStepUp: true)
@@ -141,6 +148,22 @@ public struct AuthorizedClient: Sendable {
             challenge, statusCode: response.status,
             message: afterStepUp
                 ? "the resource still wants a stronger or more recent sign-in after a step-up (\(challenge))" : nil)
+    }
+
+    /// ``exchange(_:authorization:underBase:)`` tried again by ``retry`` while its failure is transient.
+    private func retried(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
+        -> (SesameHTTP.Response, credentialed: Bool)
+    {
+        if retry.maximumAttempts == 1 {
+            return try await exchange(request, authorization: authorization, underBase: underBase)
+        }
+        var credentialed = false
+        let response = try await retry.run(idempotent: RetryPolicy.isIdempotent(request.method)) {
+            let (response, carried) = try await exchange(request, authorization: authorization, underBase: underBase)
+            credentialed = carried
+            return response
+        }
+        return (response, credentialed)
     }
 
     /// The exchange across its redirects, and whether its last request carried the session's credentials.

@@ -195,7 +195,12 @@
                 reason = "the connection was lost"
             default: reason = "the request failed (\(String(cString: csesame_curl_easy_strerror(code))))"
             }
-            return AuthError(.transport, "no response from \(host): \(reason)")
+            var error = AuthError(.transport, "no response from \(host): \(reason)")
+            // Nothing reached the server: a request of any kind may be sent again (RetryPolicy).
+            if code == CSESAME_CURLE_COULDNT_CONNECT || code == CSESAME_CURLE_COULDNT_RESOLVE_HOST {
+                error.reason = "cannot_connect"
+            }
+            return error
         }
     }
 

@@ -69,8 +69,13 @@ public struct URLSessionTransport: HTTPTransport {
                     throw CancellationError()
                 #endif
             }
-            throw AuthError(
+            var failure = AuthError(
                 .transport, "no response from \(SesameHTTP.hostAndPort(request.url)): \(Self.reason(error))")
+            // Nothing reached the server: a request of any kind may be sent again (RetryPolicy).
+            if [.cannotConnectToHost, .cannotFindHost].contains((error as? URLError)?.code) {
+                failure.reason = "cannot_connect"
+            }
+            throw failure
         }
     }
 

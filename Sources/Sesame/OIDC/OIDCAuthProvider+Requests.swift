@@ -167,8 +167,10 @@ extension OIDCAuthProvider {
 
     static func failure(_ response: SesameHTTP.Response, _ what: String) -> AuthError {
         let base = AuthError.unexpected(response)
-        return AuthError(
+        var error = AuthError(
             base.code, "\(what): \(base.message)", statusCode: response.status, serverResponse: base.serverResponse)
+        error.retryAfter = base.retryAfter
+        return error
     }
 
     static func formEncode(_ pairs: [(String, String)]) -> String {

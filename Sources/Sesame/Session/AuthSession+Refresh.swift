@@ -108,7 +108,7 @@ extension AuthSession {
         try machine.charge(now: ContinuousClock.now)
         let refreshed: TokenSet
         do {
-            refreshed = try await provider.refresh(candidate)
+            refreshed = try await refreshRetrying(candidate, ticket)
         } catch let error as AuthError where error.code == .dpopKeyMismatch {
             try machine.check(ticket)
             return try await endSession(.dpopKeyLost, deleting: candidate, ticket, cause: error)
@@ -130,6 +130,32 @@ extension AuthSession {
         try await persist(refreshed, replacing: candidate, ticket)
         send(try machine.finish(refreshed, ticket))
         return refreshed
+    }
+
+    /// The provider's refresh, tried again by ``retry`` while the failure says the server did not use the token:
+    /// 408, 429 or 503, or no connection made. Each attempt is charged to the refresh budget; a sign-out during a
+    /// wait ends it.
+    private func refreshRetrying(_ candidate: TokenSet, _ ticket: SessionMachine.Ticket) async throws -> TokenSet {
+        var attempt = 1
+        while true {
+            do {
+                return try await provider.refresh(candidate)
+            } catch let error as AuthError where attempt < retry.maximumAttempts && Self.unused(error) {
+                let after = error.retryAfter
+                guard let wait = retry.delay(beforeRetry: attempt, retryAfter: after) else { throw error }
+                try await retry.sleep(wait)
+                try machine.check(ticket)
+                try machine.charge(now: ContinuousClock.now)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether a failed refresh certainly left the refresh token unused: the server said "not now" (408, 429,
+    /// 503), or no connection was made.
+    static func unused(_ error: AuthError) -> Bool {
+        if let status = error.statusCode { return RetryPolicy.unprocessedStatuses.contains(status) }
+        return error.code == .transport && error.reason == "cannot_connect"
     }
 
     /// Saves before use, retrying twice; if the store still refuses, the credentials serve from memory and the

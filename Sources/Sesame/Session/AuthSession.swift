@@ -82,6 +82,9 @@ public actor AuthSession {
     public nonisolated let profile: String
     let timeSource: any TimeSource
     let leeway: TimeInterval
+    /// How a refresh that failed transiently is tried again (``RetryPolicy``: only when the server cannot have used
+    /// the refresh token).
+    let retry: RetryPolicy
     let broadcaster = EventBroadcaster()
     /// The state and its rules; every change is mirrored into ``snapshot``.
     var machine: SessionMachine {
@@ -108,14 +111,19 @@ public actor AuthSession {
     ///   - refreshLeeway: refresh this long before the access token expires (default 60 s; never more than half
     ///     the token's lifetime; a negative value counts as 0, a NaN or infinite one as the default).
     ///   - refreshBudget: the refresh-loop guard.
+    ///   - retry: how a refresh that failed transiently is tried again — only when the server answered 408, 429 or
+    ///     503, or the connection was never made (a refresh token the server may have spent is never sent twice);
+    ///     default ``RetryPolicy/none``.
     public init(
         provider: any AuthProvider,
         store: any TokenStore,
         profile: String = "default",
         timeSource: any TimeSource = SystemTimeSource(),
         refreshLeeway: TimeInterval = 60,
-        refreshBudget: RefreshBudget = RefreshBudget()
+        refreshBudget: RefreshBudget = RefreshBudget(),
+        retry: RetryPolicy = .none
     ) {
+        self.retry = retry
         self.provider = provider
         self.store = store
         self.profile = profile

@@ -126,6 +126,7 @@ struct SessionContext {
     /// The profile's server and resources; the session's provider supplies the scheme (DPoP when bound).
     var client: AuthorizedClient {
         AuthorizedClient(
-            session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)))
+            session: session, baseURL: base, additionalOrigins: settings.origins.compactMap(URL.init(string:)),
+            retry: .standard)
     }
 }
