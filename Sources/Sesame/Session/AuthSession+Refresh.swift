@@ -132,9 +132,10 @@ extension AuthSession {
         return refreshed
     }
 
-    /// The provider's refresh, tried again by ``retry`` while the failure says the server did not use the token:
-    /// 408, 429 or 503, or no connection made. Each attempt is charged to the refresh budget; a sign-out during a
-    /// wait ends it.
+    /// The provider's refresh, tried again by ``retry`` while the failure says the server did not use the token.
+    ///
+    /// That is 408, 429 or 503, or no connection made. Each attempt is charged to the refresh budget; a sign-out
+    /// during a wait ends it.
     private func refreshRetrying(_ candidate: TokenSet, _ ticket: SessionMachine.Ticket) async throws -> TokenSet {
         var attempt = 1
         while true {
