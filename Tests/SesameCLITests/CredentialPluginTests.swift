@@ -52,6 +52,10 @@ import Testing
         #expect(try CLIRunner.run(["token", "--min-validity", "590"], environment: env).stdout.contains(fresh))
         let tooLong = try CLIRunner.run(["token", "--min-validity", "3600"], environment: env)
         #expect(tooLong.status == 1 && tooLong.stderr.contains("min_validity_unmet"), "\(tooLong.stderr)")
+        // --verbose: the SDK's diagnostics on stderr, no token among them.
+        let verbose = try CLIRunner.run(["token", "--force-refresh", "--verbose"], environment: env)
+        #expect(verbose.status == 0 && verbose.stderr.contains("refresh started"), "\(verbose.stderr)")
+        #expect(verbose.stderr.contains("refreshed") && !verbose.stderr.contains("eyJ"))
         for arguments in [
             ["token", "--output", "yaml"], ["token", "--json", "--output", "text"], ["token", "--min-validity", "-1"],
             ["credential-helper"], ["credential-helper", "fill"],

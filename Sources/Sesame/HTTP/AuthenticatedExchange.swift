@@ -84,8 +84,16 @@ struct AuthenticatedExchange {
         case .retry(let nonce) where !nonceRetried:
             nonceRetried = true
             self.nonce = nonce
+            SesameLog.log(
+                .info, .dpop,
+                "\(public: SesameHTTP.hostAndPort(outgoing.url)) asked for a DPoP nonce (\(redacted: nonce)): one retry with it"
+            )
             return .again
         case .refreshAndRetry where !refreshed && canRefresh:
+            SesameLog.log(
+                .info, .http,
+                "HTTP \(response.status) from \(public: SesameHTTP.hostAndPort(outgoing.url)): credentials rejected, refreshing once and retrying"
+            )
             refreshed = true
             rejectedGeneration = generation
             return .again

@@ -181,6 +181,11 @@ public struct AuthorizedClient: Sendable {
         var current = request
         var redirects = 0
         var mayCarryCredentials = underBase && baseIsCredentialOrigin || mayReceiveCredentials(request.url)
+        if exchange != nil, !mayCarryCredentials {
+            SesameLog.log(
+                .debug, .http,
+                "no credentials for \(public: SesameHTTP.hostAndPort(request.url)): not one of this client's origins")
+        }
         while true {
             let credentialed = exchange != nil && mayCarryCredentials
             var outgoing = current
@@ -194,6 +199,11 @@ public struct AuthorizedClient: Sendable {
                 if SesameHTTP.Origin(next.url) != SesameHTTP.Origin(current.url) { exchange?.nonce = nil }
                 current = next
                 redirects += 1
+                if mayCarryCredentials, exchange != nil, !mayReceiveCredentials(next.url) {
+                    SesameLog.log(
+                        .warning, .http,
+                        "redirected to \(public: SesameHTTP.hostAndPort(next.url)): followed without credentials")
+                }
                 if !mayReceiveCredentials(next.url) { mayCarryCredentials = false }
                 continue
             }

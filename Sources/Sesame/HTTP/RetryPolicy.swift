@@ -104,12 +104,14 @@ public struct RetryPolicy: Sendable {
                 guard !last, repeatable, Self.transientStatuses.contains(response.status),
                     let wait = delay(beforeRetry: made, retryAfter: Self.retryAfter(response))
                 else { return response }
+                SesameLog.log(.warning, .http, "HTTP \(response.status): retry \(made) in \(seconds: wait)")
                 try await sleep(wait)
             } catch let error as AuthError
                 where error.code == .transport && !last && (repeatable || error.reason == "cannot_connect")
             {
                 // No answer. A request that reached nobody may be sent again whatever it is.
                 guard let wait = delay(beforeRetry: made, retryAfter: nil) else { throw error }
+                SesameLog.log(.warning, .http, "no answer (\(error)): retry \(made) in \(seconds: wait)")
                 try await sleep(wait)
             }
             try Task.checkCancellation()

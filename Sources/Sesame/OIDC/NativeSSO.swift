@@ -214,6 +214,7 @@ extension OIDCAuth {
             if error.serverResponse?.error == "invalid_grant" { try? await nativeSSO.forget() }
             throw error
         }
+        SesameLog.log(.info, .oidc, "signed in from the shared sign-in (Native SSO), no browser")
         return try await finishSignIn(tokens)
     }
 
@@ -240,8 +241,11 @@ extension OIDCAuth {
                 !ConstantTime.equals(Array(replaced.utf8), Array(secret.utf8))
             {
                 try? await provider.revokeDeviceSecret(replaced)
+                SesameLog.log(.info, .oidc, "a replaced shared sign-in was revoked")
             }
             try await nativeSSO.save(shared)
+            SesameLog.log(
+                .info, .oidc, "sign-in shared with the vendor's other apps (device secret \(redacted: secret))")
         }
         try await session.signIn(with: own)
         return own

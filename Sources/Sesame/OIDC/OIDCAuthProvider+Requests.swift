@@ -131,8 +131,15 @@ extension OIDCAuthProvider {
             if let returned = json["id_token"]?.stringValue {
                 var expectations = expecting
                 expectations.accessToken = access
-                let claims = try await validator.validate(
-                    returned, expecting: expectations, keys: keys, now: receivedAt)
+                let claims: JWTClaims
+                do {
+                    claims = try await validator.validate(
+                        returned, expecting: expectations, keys: keys, now: receivedAt)
+                } catch let error as AuthError {
+                    SesameLog.log(.error, .oidc, "ID token \(redacted: returned) refused: \(error)")
+                    throw error
+                }
+                SesameLog.log(.debug, .oidc, "ID token \(redacted: returned) verified against the provider's keys")
                 idToken = returned
                 user = TokenSet.User(
                     id: claims.subject ?? "", email: claims["email"]?.stringValue, claims: claims.values.dictionary)

@@ -215,6 +215,10 @@ public struct OIDCAuthProvider: AuthProvider {
         let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
         components.percentEncodedQuery = existing + Self.formEncode(query)
         guard let url = components.url else { throw AuthError(.configuration, "the authorization URL is invalid") }
+        SesameLog.log(
+            .info, .oidc,
+            "authorization request for \(public: configuration.clientID) (PKCE S256, state and nonce \(public: query.count == 2 ? "pushed (PAR)" : "in the URL"))"
+        )
         return PendingAuthorization(
             url: url, redirectURI: configuration.redirectURI, codeVerifier: verifier, state: state, nonce: nonce,
             maxAge: options.maxAge, createdAt: timeSource.now, issuer: metadata.issuer,
@@ -291,7 +295,12 @@ public struct OIDCAuthProvider: AuthProvider {
             pairs.append(("device_secret", deviceSecret))
         }
         let answer = try await postWithProof(metadata.tokenEndpoint, pairs)
-        guard answer.status == 200 else { throw Self.failure(answer, "the code exchange was refused") }
+        guard answer.status == 200 else {
+            let error = Self.failure(answer, "the code exchange was refused")
+            SesameLog.log(.error, .oidc, "the code exchange was refused: \(error)")
+            throw error
+        }
+        SesameLog.log(.info, .oidc, "authorization response checked (iss, state); code \(redacted: code) exchanged")
         return try await tokens(
             from: answer,
             expecting: IDTokenValidator.Expectations(

@@ -47,6 +47,10 @@ public struct ClientCredentialsProvider: AuthProvider {
             }
             throw OIDCAuthProvider.failure(response, "the client credentials grant failed")
         }
+        SesameLog.log(
+            .info, .oidc,
+            "client credentials granted to \(public: provider.configuration.clientID) (\(public: provider.configuration.clientAuthentication.methodName))"
+        )
         return try await provider.tokens(from: response, expecting: IDTokenValidator.Expectations(), previous: nil)
     }
 

@@ -197,6 +197,7 @@ extension OIDCAuth {
             return cached
         }
         let token = try await provider.exchange(try await session.validTokens(), for: target, scope: scope)
+        SesameLog.log(.info, .oidc, "token exchanged for \(public: target.description)")
         exchanged.withLock { cache in
             if cache.count >= 64 { cache.removeAll() }
             cache[key] = token

@@ -17,10 +17,12 @@ extension AuthSession {
             if case .refreshing = machine.phase, let running = refreshTask {
                 task = running
                 joined = true
+                SesameLog.log(.debug, .session, "profile \(public: profile): joined the refresh in flight")
             } else if machine.startRefresh() != nil {
                 task = Task { try await self.runRefresh(intent, ticket) }
                 refreshTask = task
                 joined = false
+                SesameLog.log(.info, .session, "profile \(public: profile): refresh started")
             } else {
                 throw AuthError(.notSignedIn, "no one is signed in")
             }
@@ -96,6 +98,8 @@ extension AuthSession {
         }
         switch machine.plan(intent, memory: memory, candidate: candidate, now: timeSource.now) {
         case .finish(let tokens):
+            SesameLog.log(
+                .info, .session, "profile \(public: profile): adopted credentials another process refreshed or saved")
             send(try machine.finish(tokens, ticket))
             return tokens
         case .refresh(let candidate):
@@ -144,6 +148,10 @@ extension AuthSession {
             } catch let error as AuthError where attempt < retry.maximumAttempts && Self.unused(error) {
                 let after = error.retryAfter
                 guard let wait = retry.delay(beforeRetry: attempt, retryAfter: after) else { throw error }
+                SesameLog.log(
+                    .warning, .session,
+                    "profile \(public: profile): refresh failed with \(error), which left the token unused; retry \(attempt) in \(seconds: wait)"
+                )
                 try await retry.sleep(wait)
                 try machine.check(ticket)
                 try machine.charge(now: ContinuousClock.now)

@@ -159,7 +159,37 @@ public actor AuthSession {
 
     /// Sends what a transition decided.
     func send(_ events: [AuthEvent]) {
-        for event in events { broadcaster.yield(event) }
+        for event in events {
+            broadcaster.yield(event)
+            Self.log(event, profile: profile)
+        }
+    }
+
+    /// Each event in the diagnostics (``SesameLog``), at the level its meaning deserves.
+    nonisolated static func log(_ event: AuthEvent, profile: String) {
+        switch event {
+        case .loaded(let signedIn):
+            SesameLog.log(
+                .debug, .session,
+                "profile \(public: profile) loaded: \(public: signedIn ? "signed in" : "no credentials")")
+        case .storeUnavailable:
+            SesameLog.log(
+                .warning, .session, "profile \(public: profile): the store cannot be read now (kept, try later)")
+        case .signedIn: SesameLog.log(.info, .session, "profile \(public: profile): signed in")
+        case .refreshed(let generation):
+            SesameLog.log(.info, .session, "profile \(public: profile): refreshed (generation \(generation))")
+        case .refreshFailed(let code):
+            SesameLog.log(
+                .warning, .session,
+                "profile \(public: profile): refresh failed (\(public: code.rawValue)); credentials kept")
+        case .persistenceFailed:
+            SesameLog.log(
+                .warning, .session, "profile \(public: profile): new credentials not saved yet (serving from memory)")
+        case .signedOut(let reason):
+            SesameLog.log(
+                reason == .userInitiated ? .info : .error, .session,
+                "profile \(public: profile): signed out (\(public: String(describing: reason)))")
+        }
     }
 
     // MARK: Reading

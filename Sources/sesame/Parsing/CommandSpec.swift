@@ -111,5 +111,8 @@ enum GlobalOptions {
         "where credentials are kept: keyring (Secret Service) or file (0600 files); remembered at login (env SESAME_STORE)",
         default: "keyring when one answers, else file", choices: ["keyring", "file"])
     static let json = OptionSpec("--json", "print one compact JSON object (times as integer Unix seconds)")
-    static let session = [profile, store]
+    static let verbose = OptionSpec(
+        "--verbose",
+        "print the SDK's diagnostics to stderr: each refresh, retry, nonce, origin decision (never a secret)")
+    static let session = [profile, store, verbose]
 }

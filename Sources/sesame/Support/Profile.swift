@@ -53,6 +53,12 @@ struct SessionSelection: Sendable {
             try StoreKind(argument: $0, command: arguments.command)
         }
         command = arguments.command
+        if arguments.flag(GlobalOptions.verbose) {
+            // The SDK's own diagnostics, secrets redacted by construction (SesameLog.Message).
+            SesameLog.setHandler(level: .debug) { entry in
+                FileHandle.standardError.write(Data("sesame: \(entry)\n".utf8))
+            }
+        }
     }
 
     /// Where a new sign-in keeps its credentials: `--store`, else `$SESAME_STORE`, else the keyring when one
