@@ -26,7 +26,8 @@ mkfifo "$WORK/ready"
 SERVER=$!
 read -r URL < "$WORK/ready"
 export SESAME_HOME="$WORK/home" SESAME_STORE=file
-echo correct-horse-battery | "$BIN" login --rest "$URL" --email bench@example.com 2>/dev/null
+echo correct-horse-battery | "$BIN" login --rest "$URL" --email bench@example.com 2>"$WORK/login.log" \
+    || { echo "bench-token.sh: the login failed:" >&2; cat "$WORK/login.log" >&2; exit 1; }
 
 python3 - "$RUNS" "$BIN" "$WORK/hello" <<'PY'
 import statistics, subprocess, sys, time

@@ -119,7 +119,7 @@ modules=$check/.build/debug/Modules
 crypto_includes=(-Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSL/include"
     -Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSLShims/include")
 cp "$modules/Crypto.swiftmodule" "$modules/CryptoBoringWrapper.swiftmodule" "$stubs/"
-for stub in Security CommonCrypto AuthenticationServices CryptoKit os; do
+for stub in Security CommonCrypto AuthenticationServices CryptoKit os LocalAuthentication; do
     swiftc -emit-module -parse-as-library -swift-version 5 -module-name "$stub" -I "$stubs" "${crypto_includes[@]}" \
         "$root/Checks/AppleStubs/$stub.swift" -emit-module-path "$stubs/$stub.swiftmodule"
 done

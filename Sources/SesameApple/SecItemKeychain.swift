@@ -4,14 +4,34 @@
     public import Foundation
     public import Sesame
     public import Security
+    #if canImport(LocalAuthentication)
+        import LocalAuthentication
+    #endif
 
     // @unchecked: SecAccessControl is an immutable CF object, safe to share (the SDK does not mark it Sendable).
     /// ``KeychainBackend`` over Security's `SecItem` functions (generic-password items).
     public struct SecItemKeychain: KeychainBackend, @unchecked Sendable {
         private let accessControl: SecAccessControl?
+        #if canImport(LocalAuthentication)
+            /// The context the user last authenticated in, reused by reads that may (``KeychainPresence/Policy``).
+            private let context = AuthenticationContextBox()
+        #endif
 
-        /// Creates the backend; `accessControl` guards items added with ``KeychainQuery/usesAccessControl``.
+        /// Creates the backend; `accessControl` guards items added with ``KeychainQuery/usesAccessControl`` that
+        /// name no ``KeychainQuery/presence`` (one that does gets an access control made from it).
         public init(accessControl: SecAccessControl? = nil) { self.accessControl = accessControl }
+
+        /// The access control for `presence`: readable only while a passcode is set, on this device, by it.
+        private static func accessControl(for presence: KeychainPresence.Requirement) -> SecAccessControl? {
+            let flags: SecAccessControlCreateFlags =
+                switch presence {
+                case .userPresence: .userPresence
+                case .biometryCurrentSet: .biometryCurrentSet
+                case .devicePasscode: .devicePasscode
+                }
+            return SecAccessControlCreateWithFlags(
+                nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, flags, nil)
+        }
 
         private func base(_ query: KeychainQuery) -> [CFString: Any] {
             var dictionary: [CFString: Any] = [
@@ -34,7 +54,9 @@
         public func add(_ query: KeychainQuery) -> KeychainStatus {
             var dictionary = base(query)
             dictionary[kSecValueData] = query.data
-            if query.usesAccessControl, let accessControl {
+            if let presence = query.presence, let control = Self.accessControl(for: presence) {
+                dictionary[kSecAttrAccessControl] = control
+            } else if query.usesAccessControl, let accessControl {
                 dictionary[kSecAttrAccessControl] = accessControl
             } else if let accessibility = query.accessibility {
                 dictionary[kSecAttrAccessible] = Self.accessible(accessibility)
@@ -53,6 +75,12 @@
             var dictionary = base(query)
             dictionary[kSecReturnData] = true
             dictionary[kSecMatchLimit] = kSecMatchLimitOne
+            #if canImport(LocalAuthentication)
+                if let prompt = query.prompt {
+                    dictionary[kSecUseAuthenticationContext] = context.context(
+                        reusing: query.reusesAuthentication, reason: prompt)
+                }
+            #endif
             var result: CFTypeRef?
             let status = KeychainStatus(osStatus: SecItemCopyMatching(dictionary as CFDictionary, &result))
             return (status, result as? Data)
@@ -63,6 +91,27 @@
             KeychainStatus(osStatus: SecItemDelete(base(query) as CFDictionary))
         }
     }
+
+    #if canImport(LocalAuthentication)
+        // @unchecked: the context is touched only under the lock.
+        /// The last authentication context: reused when the policy allows, else replaced by a fresh one (which
+        /// prompts).
+        final class AuthenticationContextBox: @unchecked Sendable {
+            private let lock = NSLock()
+            private var current: LAContext?
+
+            func context(reusing: Bool, reason: String) -> LAContext {
+                lock.lock()
+                defer { lock.unlock() }
+                if reusing, let current { return current }
+                current?.invalidate()
+                let fresh = LAContext()
+                fresh.localizedReason = reason
+                current = fresh
+                return fresh
+            }
+        }
+    #endif
 
     extension KeychainTokenStore {
         /// A Keychain store for `service` (generic-password items, after first unlock, this device only).
@@ -76,6 +125,8 @@
         ///   - lockDirectory: an explicit folder for the lock files instead of the app group's container.
         ///   - accessibility: when the items can be read.
         ///   - accessControl: an access-control object (biometry, passcode) for new items.
+        ///   - presence: what the user must show to read the credentials, and how often they are asked
+        ///     (``KeychainPresence``); takes precedence over `accessControl`.
         /// - Returns: the store.
         public static func keychain(
             service: String,
@@ -83,7 +134,8 @@
             appGroup: String? = nil,
             lockDirectory: URL? = nil,
             accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
-            accessControl: SecAccessControl? = nil
+            accessControl: SecAccessControl? = nil,
+            presence: KeychainPresence? = nil
         ) -> KeychainTokenStore {
             let shared = appGroup.flatMap {
                 FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0)?
@@ -91,7 +143,7 @@
             }
             return KeychainTokenStore(
                 service: service, accessGroup: accessGroup, accessibility: accessibility,
-                usesAccessControl: accessControl != nil, lockDirectory: lockDirectory ?? shared,
+                usesAccessControl: accessControl != nil, lockDirectory: lockDirectory ?? shared, presence: presence,
                 backend: SecItemKeychain(accessControl: accessControl))
         }
     }

@@ -19,12 +19,28 @@ public final class InMemoryKeychain: KeychainBackend, @unchecked Sendable {
         public var accessibility: KeychainAccessibility?
         /// Whether an access-control object guards it.
         public var usesAccessControl: Bool
+        /// What the user must show to read it.
+        public var presence: KeychainPresence.Requirement? = nil
+    }
+
+    /// What the emulated user does when a read of a guarded item prompts.
+    public enum PresenceAnswer: Sendable {
+        /// Authenticates.
+        case approve
+        /// Cancels the prompt (`errSecUserCanceled`).
+        case cancel
+        /// Fails to authenticate (`errSecAuthFailed`).
+        case fail
     }
 
     // Touched only under `lock`.
     private let lock = NSLock()
     private var items: [Key: Item] = [:]
     private var locked = false
+    private var answer = PresenceAnswer.approve
+    private var authenticated = false
+    private var promptCount = 0
+    private var reasons: [String] = []
 
     /// An empty, unlocked keychain.
     public init() {}
@@ -35,6 +51,12 @@ public final class InMemoryKeychain: KeychainBackend, @unchecked Sendable {
         locked = value
         lock.unlock()
     }
+
+    /// What the emulated user answers from now on when a read prompts (approve by default).
+    public func setPresenceAnswer(_ value: PresenceAnswer) { withLock { answer = value } }
+
+    /// How many times a read prompted the user, and the reasons shown.
+    public var prompts: (count: Int, reasons: [String]) { withLock { (promptCount, reasons) } }
 
     /// The item for a query's key, for assertions.
     public func item(_ query: KeychainQuery) -> Item? {
@@ -60,7 +82,8 @@ public final class InMemoryKeychain: KeychainBackend, @unchecked Sendable {
             guard let data = query.data else { return .other(-50) }  // errSecParam
             guard items[Self.key(query)] == nil else { return .duplicateItem }
             items[Self.key(query)] = Item(
-                data: data, accessibility: query.accessibility, usesAccessControl: query.usesAccessControl)
+                data: data, accessibility: query.accessibility, usesAccessControl: query.usesAccessControl,
+                presence: query.presence)
             return .success
         }
     }
@@ -80,6 +103,17 @@ public final class InMemoryKeychain: KeychainBackend, @unchecked Sendable {
         withLock {
             if locked { return (.interactionNotAllowed, nil) }
             guard let item = items[Self.key(query)] else { return (.itemNotFound, nil) }
+            // A guarded item prompts, unless the read reuses an authentication that happened (a context never
+            // evaluated cannot be reused).
+            if item.presence != nil, !(query.reusesAuthentication && authenticated) {
+                promptCount += 1
+                reasons.append(query.prompt ?? "")
+                switch answer {
+                case .approve: authenticated = true
+                case .cancel: return (.userCanceled, nil)
+                case .fail: return (.authenticationFailed, nil)
+                }
+            }
             return (.success, query.returnsData ? item.data : nil)
         }
     }

@@ -52,6 +52,26 @@ import Testing
         #expect(try CLIRunner.run(["token", "--min-validity", "590"], environment: env).stdout.contains(fresh))
         let tooLong = try CLIRunner.run(["token", "--min-validity", "3600"], environment: env)
         #expect(tooLong.status == 1 && tooLong.stderr.contains("min_validity_unmet"), "\(tooLong.stderr)")
+        // A promise no fresh token could keep (exactly the lifetime) costs no refresh, call after call.
+        let counters = {
+            try TestBrowser(port: workspace.server.base.port ?? 0).get("/_dev/counters").json?["refreshes"]
+        }
+        let before = try counters()
+        for _ in 0..<2 {
+            #expect(try CLIRunner.run(["token", "--min-validity", "600"], environment: env).status == 1)
+        }
+        #expect(try counters() == before)
+        // With provideClusterInfo, kubectl names the cluster: only one of the profile's origins gets a token.
+        var foreign = env
+        foreign["KUBERNETES_EXEC_INFO"] =
+            #"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"cluster":{"server":"https://evil.example"}}}"#
+        let refusedCluster = try CLIRunner.run(["token", "--output", "exec-credential"], environment: foreign)
+        #expect(refusedCluster.status == 1 && refusedCluster.stderr.contains("cluster_not_allowed"))
+        #expect(refusedCluster.stdout.isEmpty)
+        var own = env
+        own["KUBERNETES_EXEC_INFO"] =
+            #"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"cluster":{"server":"\#(workspace.server.base.absoluteString)"}}}"#
+        #expect(try CLIRunner.run(["token", "--output", "exec-credential"], environment: own).status == 0)
         // --verbose: the SDK's diagnostics on stderr, no token among them.
         let verbose = try CLIRunner.run(["token", "--force-refresh", "--verbose"], environment: env)
         #expect(verbose.status == 0 && verbose.stderr.contains("refresh started"), "\(verbose.stderr)")
@@ -169,6 +189,11 @@ import Testing
         let https = try git("fill", "protocol=https\nhost=127.0.0.1:\(port)\n\n")
         #expect(!https.stdout.contains(token))
         // The helper itself, asked directly about a host that smuggles the profile's origin in: nothing.
+        // An unfinished last line (input cut short) is no attribute: nothing.
+        let cut = try CLIRunner.run(
+            ["credential-helper", "get"], stdin: "protocol=http\nhost=127.0.0.1:\(port)",
+            environment: workspace.environment)
+        #expect(cut.status == 0 && cut.stdout.isEmpty)
         for host in ["evil.example@127.0.0.1:\(port)", "127.0.0.1:\(port)/x", "127.0.0.1:\(port)#"] {
             let direct = try CLIRunner.run(
                 ["credential-helper", "get"], stdin: "protocol=http\nhost=\(host)\n\n",

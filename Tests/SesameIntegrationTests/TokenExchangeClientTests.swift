@@ -178,4 +178,11 @@ import Testing
             #expect(form.contains("subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"))
         }
     }
+
+    @Test("a resource target's description (in errors and diagnostics) keeps no user information or query")
+    func targetDescription() throws {
+        let url = try #require(URL(string: "https://svc:hunter2@api.example.com/v1?api_key=SECRETKEY"))
+        let text = ExchangeTarget.resource(url).description
+        #expect(!text.contains("hunter2") && !text.contains("SECRETKEY") && text.contains("api.example.com/v1"))
+    }
 }

@@ -63,7 +63,8 @@ import Testing
         #expect(KeychainStatus(osStatus: -25300) == .itemNotFound)
         #expect(KeychainStatus(osStatus: -25299) == .duplicateItem)
         #expect(KeychainStatus(osStatus: -25308) == .interactionNotAllowed)
-        #expect(KeychainStatus(osStatus: -128) == .authenticationFailed)
+        #expect(KeychainStatus(osStatus: -128) == .userCanceled)
+        #expect(KeychainStatus(osStatus: -25293) == .authenticationFailed)
         #expect(KeychainStatus(osStatus: -34018) == .other(-34018))
     }
 

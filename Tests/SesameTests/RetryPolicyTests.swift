@@ -152,4 +152,31 @@ import Testing
         await #expect(throws: AuthError.self) { _ = try await limited.validTokens() }
         #expect(await busy.refreshes == 1 && patient.values.isEmpty)
     }
+
+    @Test("a client's retry never resends a refresh that got no answer, nor a request a redirect's host refused")
+    func notTheSessionsRefresh() async throws {
+        let provider = ScriptedProvider()
+        await provider.enqueue(.failure(AuthError(.transport, "the connection was lost")))
+        let session = AuthSession(provider: provider, store: InMemoryTokenStore())
+        try await session.signIn(
+            with: TokenSet(accessToken: "a", refreshToken: "r", expiresAt: Date().addingTimeInterval(-5)))
+        let transport = ScriptedTransport()
+        let client = AuthorizedClient(
+            session: session, baseURL: try #require(URL(string: "https://api.example")), transport: transport,
+            retry: Self.policy(Waits()))
+        await #expect(throws: AuthError.self) { _ = try await client.send(.get("/items")) }
+        #expect(await provider.refreshes == 1 && transport.requests.isEmpty)
+        // A POST answered with a redirect to a host that refuses connections: the server acted; never again.
+        var unreached = AuthError(.transport, "cannot connect")
+        unreached.reason = "cannot_connect"
+        let redirected = ScriptedTransport()
+        redirected.enqueue(
+            .empty(307, headers: ["Location": "https://gone.example/x"]), .failure(unreached),
+            .empty(307, headers: ["Location": "https://gone.example/x"]), .failure(unreached))
+        await #expect(throws: AuthError.self) {
+            _ = try await Self.client(redirected, Self.policy(Waits())).send(
+                AuthorizedClient.Endpoint.post("/orders", body: Data("{}".utf8), authorization: Self.open))
+        }
+        #expect(redirected.requests.count == 2)
+    }
 }

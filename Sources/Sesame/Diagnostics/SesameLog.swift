@@ -14,7 +14,8 @@ import SesameJOSE
 /// SesameLog.setHandler(level: .debug) { entry in print("[\(entry.category)] \(entry.message)") }
 /// ```
 ///
-/// On Apple platforms `SesameApple`'s `SesameLog.useOSLog(subsystem:)` sends them to the unified log.
+/// There is one handler at a time: setting one (or `SesameApple`'s `SesameLog.useOSLog(subsystem:level:)`, which
+/// sends the entries to the unified log) replaces the last.
 public enum SesameLog {
     /// How much matters.
     public enum Level: Int, Sendable, Comparable, CustomStringConvertible {

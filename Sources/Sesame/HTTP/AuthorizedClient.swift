@@ -67,9 +67,10 @@ public struct AuthorizedClient: Sendable {
     ///     is then retried once (``OIDCAuth/client(for:additionalOrigins:stepUpWith:)`` makes one).
     ///   - scheme: the authenticator of ``Authorization/session`` requests in place of the session's (which then
     ///     are neither refreshed nor stepped up by this client).
-    ///   - retry: how transient failures (no answer; 408, 429, 5xx but 501) are tried again: idempotent requests
-    ///     only unless the policy says otherwise, `Retry-After` honoured up to its limit; default
-    ///     ``RetryPolicy/none``.
+    ///   - retry: how transient failures (no answer; 408, 429, 500, 502, 503, 504) are tried again: idempotent
+    ///     requests only unless the policy says otherwise, `Retry-After` honoured up to its limit; default
+    ///     ``RetryPolicy/none``. A refresh the session makes on the way is the session's to retry
+    ///     (``AuthSession``'s `retry:`), never this policy's.
     public init(
         session: AuthSession,
         baseURL: URL,
@@ -159,7 +160,8 @@ public struct AuthorizedClient: Sendable {
         }
         var credentialed = false
         let response = try await retry.run(idempotent: RetryPolicy.isIdempotent(request.method)) {
-            let (response, carried) = try await exchange(request, authorization: authorization, underBase: underBase)
+            let (response, carried) = try await exchange(
+                request, authorization: authorization, underBase: underBase, marksUnanswered: true)
             credentialed = carried
             return response
         }
@@ -168,9 +170,9 @@ public struct AuthorizedClient: Sendable {
 
     /// The exchange across its redirects, and whether its last request carried the session's credentials.
     @inline(__always)
-    private func exchange(_ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool) async throws
-        -> (SesameHTTP.Response, credentialed: Bool)
-    {
+    private func exchange(
+        _ request: SesameHTTP.Request, authorization: Authorization, underBase: Bool, marksUnanswered: Bool = false
+    ) async throws -> (SesameHTTP.Response, credentialed: Bool) {
         let authenticator =
             authorization.usesSessionScheme
             ? (scheme ?? dpop ?? session.provider.credentialScheme) : authorization.authenticator
@@ -180,6 +182,7 @@ public struct AuthorizedClient: Sendable {
         let usesSession = authenticator?.usesSessionCredentials ?? false
         var current = request
         var redirects = 0
+        var answered = false
         var mayCarryCredentials = underBase && baseIsCredentialOrigin || mayReceiveCredentials(request.url)
         if exchange != nil, !mayCarryCredentials {
             SesameLog.log(
@@ -193,7 +196,19 @@ public struct AuthorizedClient: Sendable {
                 exchange?.request = current
                 outgoing = try await exchange?.prepare() ?? current
             }
-            let response = try await transport.send(outgoing)
+            let response: SesameHTTP.Response
+            do {
+                response = try await transport.send(outgoing)
+            } catch let error as AuthError where marksUnanswered && error.code == .transport && !answered {
+                // The request itself got no answer, and nothing of this attempt did (a retry policy may send it
+                // again). A refresh failing on the way, or a later hop of a redirect the server already answered,
+                // is not marked, and is never retried here.
+                throw RetryPolicy.Unanswered(error: error)
+            }
+            answered = true
+            SesameLog.log(
+                .debug, .http,
+                "\(public: outgoing.method) \(public: SesameHTTP.hostAndPort(outgoing.url)): HTTP \(response.status)")
             if let next = try redirect(current, redirects: redirects, response) {
                 // A nonce belongs to the origin that gave it (RFC 9449 §8): none carries over to another.
                 if SesameHTTP.Origin(next.url) != SesameHTTP.Origin(current.url) { exchange?.nonce = nil }

@@ -92,6 +92,12 @@
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_TIMEOUT_MS, milliseconds) == CSESAME_CURLE_OK
             ok = ok && csesame_curl_set_string(handle, CSESAME_CURLOPT_ACCEPT_ENCODING, "") == CSESAME_CURLE_OK
             let method = request.method.uppercased()
+            // libcurl sends a request again, unasked, when a reused connection dies before any answer: harmless for
+            // a GET, not for a POST the server may have carried out (a refresh token spent, an order placed). Such
+            // requests go on a connection of their own, which libcurl never retries.
+            if !RetryPolicy.isIdempotent(method) {
+                ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_FRESH_CONNECT, 1) == CSESAME_CURLE_OK
+            }
             switch method {
             case "GET" where request.body == nil:
                 ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_HTTPGET, 1) == CSESAME_CURLE_OK

@@ -5,25 +5,25 @@ public import Foundation
 ///
 /// A failure is transient when no answer came (the network), or the answer is 408, 429, 500, 502, 503 or 504. A
 /// definitive answer (any other status: 400, 401, 403, 404, …) is never retried, and neither is a request that may
-/// have changed something on the server unless you say so: only `GET`, `HEAD`, `OPTIONS`, `PUT` and `DELETE` are
-/// retried by default (RFC 9110 §9.2.2). A token refresh — a `POST` that rotates a refresh token — is retried only
+/// have changed something on the server unless you say so: only `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` and
+/// `DELETE` are retried by default (RFC 9110 §9.2.2). A token refresh — a `POST` that rotates a refresh token — is retried only
 /// when the server cannot have used it: it answered 408, 429 or 503, or the connection was never made.
 ///
 /// ```swift
-/// let api = AuthorizedClient(session: session, baseURL: api, retry: .standard)
+/// let api = AuthorizedClient(session: session, baseURL: apiBase, retry: .standard)
 /// ```
 public struct RetryPolicy: Sendable {
     /// Attempts in all, the first included (1: no retry).
-    public var maximumAttempts: Int
+    public let maximumAttempts: Int
     /// The back-off before the first retry; each further one doubles, up to ``maximumDelay``.
-    public var baseDelay: TimeInterval
+    public let baseDelay: TimeInterval
     /// The longest back-off.
-    public var maximumDelay: TimeInterval
+    public let maximumDelay: TimeInterval
     /// The longest `Retry-After` waited for; a server asking for more gets its answer returned at once (a 429 with
     /// `Retry-After: 3600` is the caller's to handle, not a hung call).
-    public var maximumRetryAfter: TimeInterval
+    public let maximumRetryAfter: TimeInterval
     /// Whether non-idempotent requests (`POST`, `PATCH`) are retried too (default false).
-    public var retriesNonIdempotent: Bool
+    public let retriesNonIdempotent: Bool
     /// How a wait is made (tests record it instead of sleeping).
     let sleep: @Sendable (TimeInterval) async throws -> Void
     /// A number in 0...1 for the jitter.
@@ -57,7 +57,7 @@ public struct RetryPolicy: Sendable {
 
     /// No retries.
     public static let none = RetryPolicy(maximumAttempts: 1)
-    /// Three attempts, 0.5 s then 1 s back-off (each with full jitter), `Retry-After` up to 30 s.
+    /// Three attempts, waiting up to 0.5 s then up to 1 s (full jitter), `Retry-After` up to 30 s.
     public static let standard = RetryPolicy()
 
     /// The statuses that say "not now", not "no".
@@ -91,6 +91,12 @@ public struct RetryPolicy: Sendable {
         return OIDCAuthProvider.httpDate(text).map { max(0, $0.timeIntervalSince(now)) }
     }
 
+    /// A transport failure of the request itself, as ``run(idempotent:_:)``'s attempt reports it (any other error
+    /// is not retried).
+    struct Unanswered: Error {
+        let error: AuthError
+    }
+
     /// Runs `attempt` until it gives a lasting answer or the attempts are spent; `idempotent` says whether a
     /// transient answer may be repeated.
     func run(idempotent: Bool, _ attempt: () async throws -> SesameHTTP.Response) async throws -> SesameHTTP.Response {
@@ -106,12 +112,14 @@ public struct RetryPolicy: Sendable {
                 else { return response }
                 SesameLog.log(.warning, .http, "HTTP \(response.status): retry \(made) in \(seconds: wait)")
                 try await sleep(wait)
-            } catch let error as AuthError
-                where error.code == .transport && !last && (repeatable || error.reason == "cannot_connect")
-            {
-                // No answer. A request that reached nobody may be sent again whatever it is.
-                guard let wait = delay(beforeRetry: made, retryAfter: nil) else { throw error }
-                SesameLog.log(.warning, .http, "no answer (\(error)): retry \(made) in \(seconds: wait)")
+            } catch let failure as Unanswered {
+                // No answer to the request itself (never to a refresh the session made on the way: that is the
+                // session's to retry). A request that reached nobody may be sent again whatever it is.
+                let error = failure.error
+                guard !last, repeatable || error.reason == "cannot_connect",
+                    let wait = delay(beforeRetry: made, retryAfter: nil)
+                else { throw error }
+                SesameLog.log(.warning, .http, "no answer to the request (\(error)): retry \(made) in \(seconds: wait)")
                 try await sleep(wait)
             }
             try Task.checkCancellation()

@@ -26,8 +26,8 @@ public protocol AuthorizationUserAgent: Sendable {
 /// token means a refresh — one for every caller and every process sharing the store — not a new sign-in.
 ///
 /// To start without the network (an app with a stored session, offline), keep ``OIDCAuthProvider/metadata``
-/// after ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
-/// and use ``restore(metadata:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
+/// after ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:retry:)``
+/// and use ``restore(metadata:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:retry:)``
 /// next time; configure again when the network answers to pick up the provider's changes. `sesame` does exactly
 /// this: `login` configures, every later command restores.
 public final class OIDCAuth: Sendable {
@@ -50,11 +50,12 @@ public final class OIDCAuth: Sendable {
     /// `nativeSSO`); the session keeps the provider's time source.
     public init(
         provider: OIDCAuthProvider, store: any TokenStore, profile: String = "default",
-        nativeSSO: NativeSSOStore? = nil
+        nativeSSO: NativeSSOStore? = nil, retry: RetryPolicy = .none
     ) {
         self.provider = provider
         self.nativeSSO = nativeSSO
-        session = AuthSession(provider: provider, store: store, profile: profile, timeSource: provider.timeSource)
+        session = AuthSession(
+            provider: provider, store: store, profile: profile, timeSource: provider.timeSource, retry: retry)
     }
 
     /// A facade over endpoints configured by hand (a provider without discovery, or plain OAuth 2.0).
@@ -85,6 +86,7 @@ public final class OIDCAuth: Sendable {
     ///     `device_sso` scope is then added to `scopes`.
     ///   - transport: the HTTP transport.
     ///   - timeSource: the clock for ID tokens, proofs and expiry (default the system's).
+    ///   - retry: how a refresh that failed transiently is tried again (``AuthSession``'s `retry:`).
     /// - Returns: the facade.
     /// - Throws: discovery's ``AuthError``s (``AuthError/Code/issuerMismatch``, ``AuthError/Code/insecureEndpoint``,
     ///   transport); ``AuthError/Code/configuration`` when the provider lists none of `dpopAlgorithms`; the key
@@ -94,17 +96,17 @@ public final class OIDCAuth: Sendable {
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
         nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,
-        timeSource: any TimeSource = SystemTimeSource()
+        timeSource: any TimeSource = SystemTimeSource(), retry: RetryPolicy = .none
     ) async throws -> OIDCAuth {
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer, transport: transport)
         return try await restore(
             metadata: metadata, clientID: clientID, redirectURI: redirectURI, scopes: scopes, store: store,
             profile: profile, dpopKeys: dpopKeys, dpopAlgorithms: dpopAlgorithms, nativeSSO: nativeSSO,
-            transport: transport, timeSource: timeSource)
+            transport: transport, timeSource: timeSource, retry: retry)
     }
 
     /// Makes the facade from metadata kept from an earlier
-    /// ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:)``
+    /// ``configure(issuer:clientID:redirectURI:scopes:store:profile:dpopKeys:dpopAlgorithms:nativeSSO:transport:timeSource:retry:)``
     /// (``OIDCAuthProvider/metadata``, `Codable`), without the network: a stored session is usable offline.
     ///
     /// The metadata's endpoints are checked again (https, or http on loopback): a tampered copy cannot send tokens
@@ -119,7 +121,7 @@ public final class OIDCAuth: Sendable {
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
         nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,
-        timeSource: any TimeSource = SystemTimeSource()
+        timeSource: any TimeSource = SystemTimeSource(), retry: RetryPolicy = .none
     ) async throws -> OIDCAuth {
         try metadata.checkEndpoints()
         // Sharing a sign-in needs the provider to issue a device secret: device_sso is asked for.
@@ -143,7 +145,7 @@ public final class OIDCAuth: Sendable {
         }
         let provider = OIDCAuthProvider(
             metadata: metadata, configuration: configuration, transport: transport, timeSource: timeSource)
-        return OIDCAuth(provider: provider, store: store, profile: profile, nativeSSO: nativeSSO)
+        return OIDCAuth(provider: provider, store: store, profile: profile, nativeSSO: nativeSSO, retry: retry)
     }
 
     /// Signs in through `agent`.

@@ -106,13 +106,15 @@ public final class ServiceAccount: Sendable {
     private let first = LockedValue<Task<TokenSet, any Error>?>(nil)
 
     /// A service account over `provider`, its token kept in `store` under `profile` (in memory by default: a new
-    /// process asks for a new token; give a shared store to share one between processes).
+    /// process asks for a new token; give a shared store to share one between processes); `retry` tries a renewal
+    /// again when the provider answered 408, 429 or 503 (``AuthSession``'s `retry:`).
     public init(
-        provider: ClientCredentialsProvider, store: any TokenStore = InMemoryTokenStore(), profile: String = "service"
+        provider: ClientCredentialsProvider, store: any TokenStore = InMemoryTokenStore(), profile: String = "service",
+        retry: RetryPolicy = .none
     ) {
         self.provider = provider
         session = AuthSession(
-            provider: provider, store: store, profile: profile, timeSource: provider.provider.timeSource)
+            provider: provider, store: store, profile: profile, timeSource: provider.provider.timeSource, retry: retry)
     }
 
     /// Discovers the provider and makes the service account.

@@ -8,11 +8,12 @@ public enum ExchangeTarget: Sendable, Hashable, CustomStringConvertible {
     /// `resource`: the API's URL (RFC 8707).
     case resource(URL)
 
-    /// The target as sent.
+    /// The target, a resource URL without its user information and query (which may carry secrets); the request
+    /// sends it whole.
     public var description: String {
         switch self {
-        case .audience(let name): "audience \(name)"
-        case .resource(let url): "resource \(url.absoluteString)"
+        case .audience(let name): "audience \(PrintableText.sanitized(name, limit: 300))"
+        case .resource(let url): "resource \(Redaction.url(url))"
         }
     }
 }

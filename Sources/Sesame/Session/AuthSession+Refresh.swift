@@ -22,7 +22,8 @@ extension AuthSession {
                 task = Task { try await self.runRefresh(intent, ticket) }
                 refreshTask = task
                 joined = false
-                SesameLog.log(.info, .session, "profile \(public: profile): refresh started")
+                SesameLog.log(
+                    .info, .session, "profile \(public: profile): refresh started (\(public: Self.why(intent)))")
             } else {
                 throw AuthError(.notSignedIn, "no one is signed in")
             }
@@ -281,5 +282,15 @@ extension AuthSession {
             return true
         }
         if done == true { machine.pendingDeleteDone() }
+    }
+
+    /// Why a refresh runs, for the diagnostics.
+    nonisolated static func why(_ intent: SessionMachine.Intent) -> String {
+        switch intent {
+        case .expiring(let seconds): "the access token expires within \(Int(seconds)) s"
+        case .rejected: "the server rejected the access token"
+        case .forced: "asked for"
+        case .persist: "to save credentials a failed save left in memory"
+        }
     }
 }

@@ -176,8 +176,8 @@ public actor AuthSession {
             SesameLog.log(
                 .warning, .session, "profile \(public: profile): the store cannot be read now (kept, try later)")
         case .signedIn: SesameLog.log(.info, .session, "profile \(public: profile): signed in")
-        case .refreshed(let generation):
-            SesameLog.log(.info, .session, "profile \(public: profile): refreshed (generation \(generation))")
+        case .refreshed:
+            SesameLog.log(.info, .session, "profile \(public: profile): refreshed")
         case .refreshFailed(let code):
             SesameLog.log(
                 .warning, .session,
@@ -186,9 +186,16 @@ public actor AuthSession {
             SesameLog.log(
                 .warning, .session, "profile \(public: profile): new credentials not saved yet (serving from memory)")
         case .signedOut(let reason):
+            let why =
+                switch reason {
+                case .userInitiated: "by the app or the user"
+                case .sessionExpired: "the provider rejected the refresh token: sign in again"
+                case .signedOutElsewhere: "another process sharing the store signed out"
+                case .dpopKeyLost: "the credentials are bound to a DPoP key this app no longer has: sign in again"
+                }
             SesameLog.log(
                 reason == .userInitiated ? .info : .error, .session,
-                "profile \(public: profile): signed out (\(public: String(describing: reason)))")
+                "profile \(public: profile): signed out (\(public: why))")
         }
     }
 

@@ -9,7 +9,7 @@ struct CredentialHelperCommand: SesameCommand {
         "--username", value: "NAME", "the username git sends with the token (GitLab: oauth2; GitHub: x-access-token)",
         default: "oauth2")
     static let spec = CommandSpec(
-        words: ["credential-helper"], summary: "git's credential helper: the profile's token for its hosts",
+        words: ["credential-helper"], summary: "the git credential helper: this profile's token for its hosts",
         arguments: "get|store|erase",
         discussion: """
             Speaks git's credential-helper protocol (git help credential). 'get' reads protocol and host from
@@ -48,11 +48,16 @@ struct CredentialHelperCommand: SesameCommand {
         self.user = user
     }
 
-    /// The `key=value` lines git sends, up to a blank line or the end (at most 64 KiB read).
+    /// The `key=value` lines git sends, up to a blank line or the end; nothing at all when the input is larger
+    /// than 64 KiB (it was cut, and a cut line could name another host).
     static func readAttributes() -> [String: String] {
-        let data = FileHandle.standardInput.readData(ofLength: 64 * 1024)
+        let limit = 64 * 1024
+        let data = FileHandle.standardInput.readData(ofLength: limit + 1)
+        guard data.count <= limit else { return [:] }
         var attributes: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        // Only complete lines: the last piece, after the final newline, is either empty or unfinished.
+        for line in lines.dropLast() {
             let text = line.hasSuffix("\r") ? line.dropLast() : line
             if text.isEmpty { break }
             guard let equals = text.firstIndex(of: "=") else { continue }

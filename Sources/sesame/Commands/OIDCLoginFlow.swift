@@ -163,7 +163,7 @@ struct OIDCLoginFlow: Sendable {
                 metadata: settings.metadata, clientID: settings.clientID, redirectURI: settings.redirectURI,
                 scopes: settings.scopes, store: store, profile: profile.name,
                 dpopKeys: settings.dpop == true ? try dpopKeys(profile) : nil,
-                nativeSSO: try settings.nativeSSO.map(profile.nativeSSOStore))
+                nativeSSO: try settings.nativeSSO.map(profile.nativeSSOStore), retry: .standard)
         } catch let error as AuthError where error.code == .insecureEndpoint {
             throw CLIError(
                 status: .failure, code: "profile_corrupt",

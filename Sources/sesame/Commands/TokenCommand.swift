@@ -132,9 +132,20 @@ struct TokenCommand: SesameCommand {
         case .json: print(JOSEValue.object(Self.json(issued)).jsonString)
         case .execCredential:
             guard !issued.isDPoPBound else {
-                throw CLIError.usage(
-                    "a DPoP-bound token works only with a proof of the profile's key, which kubectl cannot make; "
-                        + "sign in without --dpop for this profile", command: invocation.selection.command)
+                throw CLIError(
+                    status: .failure, code: "dpop_bound",
+                    message: "a DPoP-bound token works only with a proof of the profile's key, which kubectl cannot "
+                        + "make; sign in without --dpop for this profile")
+            }
+            // With provideClusterInfo, kubectl says which cluster the token is for: only one of the profile's
+            // origins gets it (log in with --resource for the cluster's API server).
+            if let server = Self.clusterServer(), target == nil, !context.client.mayReceiveCredentials(server) {
+                throw CLIError(
+                    status: .failure, code: "cluster_not_allowed",
+                    message:
+                        "kubectl asks for a token for \(SesameHTTP.Origin(server)?.description ?? "another server"), "
+                        + "which is not one of profile \(context.profile.name)'s origins; log in with --resource for it"
+                )
             }
             print(JOSEValue.object(Self.execCredential(issued)).jsonString)
         }
@@ -179,6 +190,13 @@ struct TokenCommand: SesameCommand {
         }
         if let type = issued.issuedTokenType { json["issuedTokenType"] = .string(type) }
         return json
+    }
+
+    /// The cluster's API server kubectl names in `KUBERNETES_EXEC_INFO` (with `provideClusterInfo: true`), if any.
+    static func clusterServer() -> URL? {
+        ProcessInfo.processInfo.environment["KUBERNETES_EXEC_INFO"]
+            .flatMap { try? JOSEValue.parse(Data($0.utf8)) }?["spec"]?["cluster"]?["server"]?.stringValue
+            .flatMap(URL.init(string:))
     }
 
     /// A kubectl `ExecCredential` (client.authentication.k8s.io): the token and when it expires, in the

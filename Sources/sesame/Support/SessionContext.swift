@@ -43,7 +43,10 @@ struct SessionContext {
         case .rest:
             oidc = nil
             service = nil
-            session = AuthSession(provider: RESTAuthProvider(baseURL: base), store: store, profile: profile.name)
+            // A refresh the server answered 408, 429 or 503 (or never received) is tried again; never one it may
+            // have used.
+            session = AuthSession(
+                provider: RESTAuthProvider(baseURL: base), store: store, profile: profile.name, retry: .standard)
         case .oidc:
             guard let settings = settings.oidc else {
                 throw CLIError(
@@ -57,7 +60,7 @@ struct SessionContext {
                 oidc = nil
                 let account = ServiceAccount(
                     provider: try ServiceAccountLogin.provider(settings, service: service, profile: profile),
-                    store: store, profile: profile.name)
+                    store: store, profile: profile.name, retry: .standard)
                 self.service = account
                 session = account.session
                 return
@@ -95,26 +98,33 @@ struct SessionContext {
     func tokens(forceRefresh: Bool = false, minimumValidity: TimeInterval? = nil) async throws -> TokenSet {
         if let service {
             _ = try await service.accessToken(forceRefresh: forceRefresh)
-            guard var tokens = try await session.currentTokens else {
+            guard let tokens = try await session.currentTokens else {
                 throw AuthError(.notSignedIn, "the service account has no token")
             }
-            if let minimumValidity, tokens.needsRefresh(at: Date(), leeway: minimumValidity) {
+            if !forceRefresh, Self.renewalKeeps(minimumValidity, of: tokens) {
                 _ = try await service.accessToken(forceRefresh: true)
-                tokens = try await session.currentTokens ?? tokens
+                return try await session.currentTokens ?? tokens
             }
             return tokens
         }
-        var tokens =
+        let tokens =
             try await forceRefresh ? session.forceRefresh() : session.validTokens(minimumValidity: minimumValidity)
-        // A promise of `minimumValidity` seconds (`token --min-validity`): the session refreshes early only within
-        // half a token's lifetime; when a fresh token would keep the promise and this one does not, refresh now.
-        if !forceRefresh, let minimumValidity, let expiresAt = tokens.expiresAt,
-            expiresAt.timeIntervalSinceNow < minimumValidity,
-            tokens.receivedAt.map({ expiresAt.timeIntervalSince($0) >= minimumValidity }) ?? false
-        {
-            tokens = try await session.forceRefresh()
+        if !forceRefresh, tokens.refreshToken != nil, Self.renewalKeeps(minimumValidity, of: tokens) {
+            return try await session.forceRefresh()
         }
         return tokens
+    }
+
+    /// Whether `tokens` fall short of a promise of `minimumValidity` seconds (`token --min-validity`) that new
+    /// ones would keep, with room to spare: the session refreshes early only within half a token's lifetime, so
+    /// the CLI renews itself then — and never when even a fresh token could not keep the promise (that is
+    /// `min_validity_unmet` at once, not a refresh per call).
+    static func renewalKeeps(_ minimumValidity: TimeInterval?, of tokens: TokenSet) -> Bool {
+        guard let minimumValidity, let expiresAt = tokens.expiresAt, let receivedAt = tokens.receivedAt else {
+            return false
+        }
+        return expiresAt.timeIntervalSinceNow < minimumValidity
+            && expiresAt.timeIntervalSince(receivedAt) >= minimumValidity + 5
     }
 
     /// A sentence for commands that need a user or a provider's facade, naming what the profile is instead.

@@ -1,4 +1,5 @@
 public import Foundation
+import SesameJOSE
 
 /// When a Keychain item can be read (`kSecAttrAccessible`).
 public enum KeychainAccessibility: String, Sendable, Hashable {
@@ -28,6 +29,12 @@ public struct KeychainQuery: Sendable, Hashable {
     public var returnsData = false
     /// Whether an access-control object (biometry, passcode) guards the item (set on add; Apple shim supplies it).
     public var usesAccessControl = false
+    /// What the user must show to read the item (set on add: the Apple shim makes the access control from it).
+    public var presence: KeychainPresence.Requirement?
+    /// The reason shown in the system's prompt (set on copy of a guarded item).
+    public var prompt: String?
+    /// Whether a copy may reuse the user's last authentication instead of asking again (``KeychainPresence/Policy``).
+    public var reusesAuthentication = false
 
     /// Creates a query for the generic-password item of `service` and `account`.
     public init(service: String, account: String, accessGroup: String? = nil) {
@@ -47,8 +54,10 @@ public enum KeychainStatus: Sendable, Hashable {
     case duplicateItem
     /// `errSecInteractionNotAllowed` (-25308): the device is locked or the app is prewarming. Not a sign-out.
     case interactionNotAllowed
-    /// `errSecUserCanceled` (-128) or `errSecAuthFailed` (-25293): the user did not authenticate.
+    /// `errSecAuthFailed` (-25293): the user did not authenticate.
     case authenticationFailed
+    /// `errSecUserCanceled` (-128): the user cancelled the prompt.
+    case userCanceled
     /// Anything else.
     case other(Int32)
 
@@ -59,7 +68,8 @@ public enum KeychainStatus: Sendable, Hashable {
         case -25300: self = .itemNotFound
         case -25299: self = .duplicateItem
         case -25308: self = .interactionNotAllowed
-        case -128, -25293: self = .authenticationFailed
+        case -25293: self = .authenticationFailed
+        case -128: self = .userCanceled
         default: self = .other(osStatus)
         }
     }
@@ -87,7 +97,7 @@ extension KeychainBackend {
         var item = query
         item.data = data
         item.accessibility = accessibility
-        item.usesAccessControl = usesAccessControl
+        item.usesAccessControl = usesAccessControl || query.presence != nil
         let status = add(item)
         return status == .duplicateItem ? update(query, data: data) : status
     }
@@ -113,7 +123,12 @@ public struct KeychainTokenStore: TokenStore {
     public let usesAccessControl: Bool
     /// The cross-process lock, when a lock directory was given.
     public let lock: ProfileLock?
+    /// What the user must show to read the credentials, and how often (nil: nothing).
+    public let presence: KeychainPresence?
     private let backend: any KeychainBackend
+    /// When the user last authenticated for this store (``KeychainPresence/Policy``), and the clock.
+    private let lastAuthentication = LockedValue<Date?>(nil)
+    private let now: @Sendable () -> Date
 
     /// Creates a store over a backend.
     public init(
@@ -122,8 +137,12 @@ public struct KeychainTokenStore: TokenStore {
         accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
         usesAccessControl: Bool = false,
         lockDirectory: URL? = nil,
-        backend: any KeychainBackend
+        presence: KeychainPresence? = nil,
+        backend: any KeychainBackend,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.presence = presence
+        self.now = now
         self.lock = lockDirectory.map { ProfileLock(directory: $0) }
         self.service = service
         self.accessGroup = accessGroup
@@ -134,16 +153,25 @@ public struct KeychainTokenStore: TokenStore {
 
     /// The query for one profile's item.
     public func query(profile: String) -> KeychainQuery {
-        KeychainQuery(service: service, account: profile, accessGroup: accessGroup)
+        var query = KeychainQuery(service: service, account: profile, accessGroup: accessGroup)
+        query.presence = presence?.requirement
+        return query
     }
 
     /// Reads the profile's item.
     public func load(profile: String) async throws -> TokenSet? {
         var query = query(profile: profile)
         query.returnsData = true
+        let time = now()
+        if let presence {
+            query.prompt = presence.prompt
+            query.reusesAuthentication = presence.mayReuse(since: lastAuthentication.withLock { $0 }, now: time)
+        }
         let (status, data) = backend.copyData(query)
         switch status {
         case .success:
+            // A read of a guarded item that prompted starts the policy's period.
+            if presence != nil, !query.reusesAuthentication { lastAuthentication.withLock { $0 = time } }
             guard let data else { return nil }
             do {
                 return try JSONDecoder().decode(TokenSet.self, from: data)
@@ -186,6 +214,8 @@ public struct KeychainTokenStore: TokenStore {
             AuthError(.storeUnavailable, "the Keychain is locked (device locked or prewarming); try again later")
         case .authenticationFailed:
             AuthError(.storeUnavailable, "the user did not authenticate to the Keychain")
+        case .userCanceled:
+            AuthError(.cancelled, "the Keychain prompt was cancelled; the credentials are kept")
         default:
             AuthError(.storeUnavailable, "the Keychain \(operation) failed (\(status))")
         }
