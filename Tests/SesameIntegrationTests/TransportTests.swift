@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameDevServer
 import SesameLoopback
 import SesameTestSupport
 import Testing
@@ -182,5 +183,28 @@ extension TransportTests {
     @Test("CurlTransport's connection limit reads without starting the engine (it used to, before libcurl was loaded)")
     func connectionLimitIsAConstant() {
         #expect(CurlTransport().maximumConnectionsPerHost == 32)
+    }
+
+    @Test("a POST whose connection dies unanswered is not sent again by libcurl (a fresh connection of its own)")
+    func noSilentResend() async throws {
+        var configuration = DevServer.Configuration()
+        configuration.faults = try FaultPlan(spec: "POST /me:drop")
+        configuration.passwordIterations = 1000
+        let server = try DevServer(configuration: configuration)
+        let base = try server.start()
+        defer { server.stop() }
+        let transport = SesameHTTP.platformTransport
+        // A GET first leaves a kept-alive connection that libcurl would reuse.
+        _ = try await transport.send(SesameHTTP.Request(method: "GET", url: base.appendingPathComponent("jwks")))
+        await #expect(throws: AuthError.self) {
+            _ = try await transport.send(
+                SesameHTTP.Request(
+                    method: "POST", url: base.appendingPathComponent("me"),
+                    headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
+        }
+        let counters = try await transport.send(
+            SesameHTTP.Request(method: "GET", url: base.appendingPathComponent("_dev/counters")))
+        let requests = try JSONSerialization.jsonObject(with: counters.body) as? [String: Any]
+        #expect((requests?["requests"] as? [String: Int])?["POST /me"] == 1, "\(String(describing: requests))")
     }
 }
