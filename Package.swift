@@ -139,8 +139,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameCLITests",
-            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback", "SesameJOSE"],
-            exclude: ["Snapshots"],
+            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback", "SesameJOSE", "Sesame"],
+            exclude: ["Snapshots", "Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

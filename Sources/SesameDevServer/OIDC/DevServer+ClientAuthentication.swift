@@ -120,6 +120,12 @@ extension DevServer {
         return .client(client)
     }
 
+    /// Whether a request names a client at all: a `client_id`, an `Authorization` header or a client assertion.
+    static func namesAClient(_ request: HTTPServerRequest, _ parameters: OAuthParameters) -> Bool {
+        parameters["client_id"] != nil || request.headers["Authorization"] != nil
+            || parameters["client_assertion"] != nil
+    }
+
     /// PKJ-01 / PKJ-02: what is wrong with a client assertion, or nil.
     ///
     /// A signature by one of the client's registered keys with an asymmetric algorithm (never `none` or a MAC);

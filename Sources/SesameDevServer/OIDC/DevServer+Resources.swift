@@ -90,10 +90,9 @@ extension DevServer {
         case .success(let parsed): parameters = parsed
         case .failure(let failure): return Self.oauthError(failure)
         }
-        guard
-            parameters["client_id"] != nil || request.headers["Authorization"] != nil
-                || parameters["client_assertion"] != nil
-        else { return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required")) }
+        guard Self.namesAClient(request, parameters) else {
+            return Self.oauthError(OAuthFailure("invalid_client", "a registered client_id is required"))
+        }
         let clientID: String
         switch authenticateClient(request, parameters, endpoint: "/revoke") {
         case .client(let client): clientID = client.id

@@ -91,13 +91,7 @@ struct OIDCLoginFlow: Sendable {
         if device, arguments.value(Self.redirectURI) != nil || arguments.flag(Self.noBrowser) {
             throw arguments.usage("--device needs no browser and no redirect URI: drop --redirect-uri/--no-browser")
         }
-        var resources: [String] = []
-        for text in arguments.values(Self.resource) {
-            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
-                throw arguments.usage("--resource takes an http(s) URL (got '\(printable(text))')")
-            }
-            resources.append(origin.description)
-        }
+        let resources = try Self.resources(arguments)
         nativeSSOEntry = arguments.value(Self.nativeSSO)
         if let entry = nativeSSOEntry {
             guard ProfileName.isValid(entry) else {
@@ -133,6 +127,16 @@ struct OIDCLoginFlow: Sendable {
             throw arguments.usage("--acr-values and --max-age need the browser sign-in: drop --device")
         }
         authorizationOptions = options
+    }
+
+    /// The origins of `--resource` (the APIs that may receive the tokens), or a usage error.
+    static func resources(_ arguments: ParsedArguments) throws -> [String] {
+        try arguments.values(resource).map { text in
+            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
+                throw arguments.usage("--resource takes an http(s) URL (got '\(printable(text))')")
+            }
+            return origin.description
+        }
     }
 
     /// `--dpop-alg`'s value (case-insensitive).

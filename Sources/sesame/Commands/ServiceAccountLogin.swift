@@ -71,13 +71,7 @@ struct ServiceAccountLogin: Sendable {
         guard (keyPath != nil) != readsSecret else {
             throw arguments.usage("--client-credentials needs exactly one of --key FILE and --client-secret-stdin")
         }
-        var resources: [String] = []
-        for text in arguments.values(OIDCLoginFlow.resource) {
-            guard let url = URL(string: text), let origin = SesameHTTP.Origin(url) else {
-                throw arguments.usage("--resource takes an http(s) URL (got '\(printable(text))')")
-            }
-            resources.append(origin.description)
-        }
+        let resources = try OIDCLoginFlow.resources(arguments)
         if let keyPath {
             if arguments.value(Self.clientAuth) != nil { throw arguments.usage("--client-auth is for a secret") }
             let audience = arguments.value(Self.assertionAudience) ?? "issuer"

@@ -49,16 +49,84 @@ struct UserInfoCommand: SesameCommand {
 struct StatusCommand: SesameCommand {
     static let spec = CommandSpec(
         words: ["status"], summary: "who, which provider, store, expiry, scopes — never a token", arguments: nil,
-        discussion: "Reads the profile without refreshing anything.",
-        options: [GlobalOptions.json] + GlobalOptions.session,
-        examples: ["sesame status", "sesame status --json --profile work"],
+        discussion: """
+            Reads the profile without refreshing anything. With --all, every profile (every account signed in with
+            this CLI), one line each: name, kind, provider, who, expiry; --json makes that an array.
+            """,
+        options: [all, GlobalOptions.json] + GlobalOptions.session,
+        examples: ["sesame status", "sesame status --json --profile work", "sesame status --all"],
         exitCodes: [], command: Self.self)
+    static let all = OptionSpec("--all", "every profile, one line each (with --json, an array)")
 
     let invocation: SessionInvocation
+    let listsAll: Bool
 
-    init(_ arguments: ParsedArguments) throws { invocation = try SessionInvocation(arguments) }
+    init(_ arguments: ParsedArguments) throws {
+        invocation = try SessionInvocation(arguments)
+        listsAll = arguments.flag(Self.all)
+        if listsAll, arguments.value(GlobalOptions.profile) != nil {
+            throw arguments.usage("--all lists every profile: drop --profile")
+        }
+    }
+
+    /// `--all`: each profile's kind, provider, who and expiry, never a token; one that cannot be read says why.
+    func listAll() async {
+        var rows: [JOSEValue] = []
+        let safe = { (text: String) in PrintableText.sanitized(text, limit: 200) }
+        for profile in Profile.all {
+            var row: JOSEObject = ["profile": .string(profile.name)]
+            guard let settings = (try? profile.settings()).flatMap({ $0 }) else {
+                row["problem"] = "unreadable settings"
+                rows.append(.object(row))
+                continue
+            }
+            row["kind"] = .string(settings.oidc?.service != nil ? "service" : settings.kind.rawValue)
+            row["provider"] = .string(settings.baseURL)
+            row["store"] = .string(settings.store.rawValue)
+            let tokens: TokenSet?
+            do {
+                tokens = try await profile.store(settings.store, forNewSession: false).load(profile: profile.name)
+            } catch {
+                row["problem"] = "store unavailable"
+                rows.append(.object(row))
+                continue
+            }
+            row["signedIn"] = .bool(tokens != nil)
+            if let service = settings.oidc, service.service != nil { row["client"] = .string(service.clientID) }
+            if let user = tokens?.user {
+                row["user"] = .string(user.email ?? user.id)
+            }
+            if let expiresAt = tokens?.expiresAt.flatMap(unixSeconds) { row["expiresAt"] = .integer(expiresAt) }
+            rows.append(.object(row))
+        }
+        if invocation.json {
+            print(JOSEValue.array(rows).jsonString)
+            return
+        }
+        if rows.isEmpty { print("no profiles (sesame login … --profile NAME)") }
+        for row in rows {
+            var fields = [row["profile"]?.stringValue ?? "?"]
+            if let problem = row["problem"]?.stringValue {
+                print(fields[0] + "  (" + problem + ")")
+                continue
+            }
+            fields.append(row["kind"]?.stringValue ?? "?")
+            fields.append(safe(row["provider"]?.stringValue ?? "?"))
+            fields.append(safe(row["user"]?.stringValue ?? row["client"]?.stringValue ?? "-"))
+            if row["signedIn"] == false {
+                fields.append("signed out")
+            } else if let expiresAt = row["expiresAt"]?.doubleValue {
+                fields.append("expires " + ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: expiresAt)))
+            }
+            print(fields.joined(separator: "  "))
+        }
+    }
 
     func run() async throws {
+        if listsAll {
+            await listAll()
+            return
+        }
         let context = try await SessionContext(invocation.selection).withUsableKey()
         guard let tokens = try await context.session.currentTokens else {
             throw AuthError(.notSignedIn, "profile \(context.profile.name) is not signed in")

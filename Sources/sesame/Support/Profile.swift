@@ -124,6 +124,20 @@ struct Profile: Sendable {
         home = Self.homeDirectory
     }
 
+    /// The profile `name` (a valid name, as ``all`` lists them).
+    private init(valid name: String) {
+        self.name = name
+        home = Self.homeDirectory
+    }
+
+    /// Every profile that has settings, by name.
+    static var all: [Profile] {
+        let folder = homeDirectory.appendingPathComponent("profiles")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return files.filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.filter(ProfileName.isValid)
+            .sorted().map { Profile(valid: $0) }
+    }
+
     /// `$SESAME_HOME`, else `$XDG_CONFIG_HOME/sesame`, else `~/.config/sesame`.
     static var homeDirectory: URL {
         let environment = ProcessInfo.processInfo.environment

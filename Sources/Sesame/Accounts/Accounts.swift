@@ -1,0 +1,232 @@
+public import Foundation
+import SesameJOSE
+
+/// One signed-in account: who (issuer, client and subject — compared byte for byte) and where its credentials are
+/// kept (a profile of its own in the store).
+///
+/// Its `description` shows the label (an email, when there is one) and the issuer, never a token.
+public struct Account: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The provider's issuer.
+    public let issuer: String
+    /// The client the account signed in to.
+    public let clientID: String
+    /// The user (`sub`).
+    public let subject: String
+    /// For display: the email or name the ID token gave, when it gave one.
+    public var label: String?
+    /// The store profile of this account's credentials: `acct-` and 22 characters of the SHA-256 of issuer,
+    /// client and subject — the same account always lands in the same profile, and two never share one.
+    public var profile: String { Self.profile(issuer: issuer, clientID: clientID, subject: subject) }
+
+    /// An account.
+    public init(issuer: String, clientID: String, subject: String, label: String? = nil) {
+        self.issuer = issuer
+        self.clientID = clientID
+        self.subject = subject
+        self.label = label
+    }
+
+    /// The profile for `issuer`, `clientID` and `subject`.
+    static func profile(issuer: String, clientID: String, subject: String) -> String {
+        let key = Array("\(issuer)\u{0}\(clientID)\u{0}\(subject)".utf8)
+        return "acct-" + Base64URL.encode(JOSECrypto.sha256(key)).prefix(22)
+    }
+
+    /// Whether two accounts are the same user of the same client at the same issuer (the label aside).
+    public func isSame(as other: Account) -> Bool {
+        ByteExact.equals(issuer, other.issuer) && ByteExact.equals(clientID, other.clientID)
+            && ByteExact.equals(subject, other.subject)
+    }
+
+    /// The label (or the subject) and the issuer.
+    public var description: String {
+        "Account(\(PrintableText.sanitized(label ?? subject, limit: 200)) at \(PrintableText.sanitized(issuer, limit: 200)))"
+    }
+}
+
+/// The accounts and which one is current: what an ``AccountIndexStore`` keeps (no secret in it).
+public struct AccountIndex: Sendable, Codable, Equatable {
+    /// The format's version (1).
+    public var version = 1
+    /// The accounts, in the order they were added.
+    public var accounts: [Account] = []
+    /// The current account's profile, if any.
+    public var current: String?
+
+    /// An empty index.
+    public init() {}
+
+    /// Equal when the same accounts (by identity and label) are in the same order with the same current one.
+    public static func == (lhs: AccountIndex, rhs: AccountIndex) -> Bool {
+        lhs.version == rhs.version && lhs.current == rhs.current && lhs.accounts.count == rhs.accounts.count
+            && zip(lhs.accounts, rhs.accounts).allSatisfy { $0.isSame(as: $1) && $0.label == $1.label }
+    }
+}
+
+/// Where the list of accounts is kept: anything that holds a small JSON document.
+///
+/// ``FileAccountIndexStore`` (a 0600 file) and ``InMemoryAccountIndexStore`` come with Sesame.
+public protocol AccountIndexStore: Sendable {
+    /// The index, or nil when none was saved.
+    ///
+    /// - Throws: ``AuthError`` — ``AuthError/Code/storeUnavailable``, ``AuthError/Code/storeCorrupt``.
+    func load() async throws -> AccountIndex?
+    /// Replaces the index.
+    ///
+    /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
+    func save(_ index: AccountIndex) async throws
+}
+
+/// The account index in memory only.
+public actor InMemoryAccountIndexStore: AccountIndexStore {
+    private var index: AccountIndex?
+
+    /// An empty store.
+    public init() {}
+
+    /// The index.
+    public func load() async throws -> AccountIndex? { index }
+
+    /// Keeps the index.
+    public func save(_ index: AccountIndex) async throws { self.index = index }
+}
+
+/// The account index in a 0600 file (written atomically, never through a symbolic link).
+public struct FileAccountIndexStore: AccountIndexStore {
+    /// The file.
+    public let url: URL
+
+    /// The index in `url`.
+    public init(url: URL) { self.url = url }
+
+    /// Reads the file.
+    public func load() async throws -> AccountIndex? {
+        guard let (data, _) = try PrivateFile.read(url.path, limit: 1 << 20) else { return nil }
+        do {
+            return try JSONDecoder().decode(AccountIndex.self, from: data)
+        } catch {
+            throw AuthError(.storeCorrupt, "the account index \(url.path) is unreadable; it was left in place")
+        }
+    }
+
+    /// Writes the file.
+    public func save(_ index: AccountIndex) async throws {
+        try PrivateFile.write(try JSONEncoder().encode(index), to: url)
+    }
+}
+
+/// Several signed-in accounts of one OpenID Connect client — a personal and a work account, several tenants — in
+/// one token store: each account its own profile, so its own refresh single flight and cross-process lock, and
+/// signing one out never touches another.
+///
+/// ```swift
+/// let accounts = OIDCAccounts(
+///     provider: provider, tokens: KeychainTokenStore.keychain(service: "com.example.app"),
+///     index: FileAccountIndexStore(url: supportFolder.appendingPathComponent("accounts.json")))
+/// let work = try await accounts.add(signingInWith: agent)   // becomes the current account
+/// let api = AuthorizedClient(session: try await accounts.session(for: work), baseURL: apiBase)
+/// try await accounts.switchTo(personal)
+/// ```
+public actor OIDCAccounts {
+    /// The provider every account signs in with.
+    public nonisolated let provider: OIDCAuthProvider
+    /// Where the accounts' credentials are kept (one profile each).
+    public nonisolated let tokens: any TokenStore
+    /// Where the list of accounts is kept.
+    public nonisolated let index: any AccountIndexStore
+    private var sessions: [String: AuthSession] = [:]
+
+    /// Accounts of `provider`'s client, their credentials in `tokens` and their list in `index`.
+    public init(provider: OIDCAuthProvider, tokens: any TokenStore, index: any AccountIndexStore) {
+        self.provider = provider
+        self.tokens = tokens
+        self.index = index
+    }
+
+    /// The accounts, in the order they were added.
+    ///
+    /// - Throws: the index store's ``AuthError``s.
+    public func list() async throws -> [Account] { try await index.load()?.accounts ?? [] }
+
+    /// The current account, if any.
+    ///
+    /// - Throws: the index store's ``AuthError``s.
+    public func current() async throws -> Account? {
+        guard let stored = try await index.load(), let profile = stored.current else { return nil }
+        return stored.accounts.first { $0.profile == profile }
+    }
+
+    /// The session of `account` (one per account, made on first use and kept).
+    public func session(for account: Account) -> AuthSession {
+        if let existing = sessions[account.profile] { return existing }
+        let session = AuthSession(
+            provider: provider, store: tokens, profile: account.profile, timeSource: provider.timeSource)
+        sessions[account.profile] = session
+        return session
+    }
+
+    /// Signs in through `agent` and adds the account it signed in — or, when it is one already listed (the same
+    /// issuer, client and subject), signs that one in again; either way it becomes the current account.
+    ///
+    /// - Returns: the account.
+    /// - Throws: the sign-in's ``AuthError``s; ``AuthError/Code/invalidResponse`` when the provider gave no ID
+    ///   token (an account is known by its `sub`); the stores' errors.
+    @discardableResult
+    public func add(
+        signingInWith agent: some AuthorizationUserAgent, options: AuthorizationOptions = AuthorizationOptions()
+    )
+        async throws -> Account
+    {
+        let pending = try await provider.authorizationRequest(options)
+        let redirect = try await agent.authorize(
+            url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
+        let tokens = try await provider.completeAuthorization(redirect: redirect, pending: pending)
+        guard let issuer = provider.metadata.issuer, let subject = tokens.user?.id, !subject.isEmpty else {
+            throw AuthError(.invalidResponse, "an account needs an OpenID Connect sign-in (an ID token with sub)")
+        }
+        var account = Account(
+            issuer: issuer, clientID: provider.configuration.clientID, subject: subject,
+            label: tokens.user?.email ?? tokens.user?.claims?["name"]?.stringValue)
+        try await session(for: account).signIn(with: tokens)
+        var stored = try await index.load() ?? AccountIndex()
+        if let position = stored.accounts.firstIndex(where: { $0.isSame(as: account) }) {
+            account.label = account.label ?? stored.accounts[position].label
+            stored.accounts[position] = account
+        } else {
+            stored.accounts.append(account)
+        }
+        stored.current = account.profile
+        try await index.save(stored)
+        SesameLog.log(.info, .session, "account \(public: account.profile) added; it is the current one")
+        return account
+    }
+
+    /// Makes `account` the current one.
+    ///
+    /// - Throws: ``AuthError/Code/notSignedIn`` for an account that is not listed; the index store's errors.
+    public func switchTo(_ account: Account) async throws {
+        var stored = try await index.load() ?? AccountIndex()
+        guard stored.accounts.contains(where: { $0.isSame(as: account) }) else {
+            throw AuthError(.notSignedIn, "\(account) is not one of the signed-in accounts")
+        }
+        stored.current = account.profile
+        try await index.save(stored)
+    }
+
+    /// Signs `account` out (revoking at the provider) and removes it; the other accounts are untouched.
+    ///
+    /// When it was current, the first remaining account becomes current.
+    ///
+    /// - Returns: what the sign-out managed.
+    /// - Throws: the index store's errors.
+    @discardableResult
+    public func remove(_ account: Account) async throws -> AuthSession.SignOutResult {
+        let result = await session(for: account).signOut(revoke: true)
+        sessions[account.profile] = nil
+        var stored = try await index.load() ?? AccountIndex()
+        stored.accounts.removeAll { $0.isSame(as: account) }
+        if stored.current == account.profile { stored.current = stored.accounts.first?.profile }
+        try await index.save(stored)
+        return result
+    }
+}

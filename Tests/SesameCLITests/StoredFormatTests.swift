@@ -1,0 +1,50 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import Testing
+
+/// Files an earlier release wrote are read by this one (issue 23: Okta's users lost their sessions to a format
+/// change with no migration): the fixtures in `Fixtures/release-0.2.0` are that release's own output.
+@Suite struct StoredFormatTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/release-0.2.0")
+
+    /// A SESAME_HOME holding the fixtures, with the modes the release gave them (git keeps no modes).
+    static func home() throws -> URL {
+        let home = try CLIRunner.temporaryDirectory()
+        for folder in ["profiles", "credentials"] {
+            let target = home.appendingPathComponent(folder)
+            try FileManager.default.copyItem(at: fixtures.appendingPathComponent(folder), to: target)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: target.path)
+            for file in try FileManager.default.contentsOfDirectory(atPath: target.path) {
+                try FileManager.default.setAttributes(
+                    [.posixPermissions: 0o600], ofItemAtPath: target.appendingPathComponent(file).path)
+            }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: home.path)
+        return home
+    }
+
+    @Test("0.2.0's profiles, credentials and DPoP key are read: status --all and --json show them as they were")
+    func releaseFiles() async throws {
+        let home = try Self.home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["SESAME_HOME": home.path, "SESAME_STORE": "file"]
+        let all = try CLIRunner.run(["status", "--all", "--json"], environment: environment)
+        #expect(all.status == 0, "\(all.stderr)")
+        let rows = try #require(try JOSEValue.parse(Data(all.stdout.utf8)).arrayValue)
+        #expect(rows.compactMap { $0["profile"]?.stringValue } == ["default", "oidc"])
+        #expect(rows.allSatisfy { $0["signedIn"] == true && $0["user"] == "alice@example.com" && $0["problem"] == nil })
+        #expect(rows.map { $0["kind"]?.stringValue } == ["rest", "oidc"])
+        let text = try CLIRunner.run(["status", "--all"], environment: environment)
+        #expect(text.stdout.split(separator: "\n").count == 2 && !text.stdout.contains("eyJ"))
+        let oidc = try CLIRunner.run(["status", "--json", "--profile", "oidc"], environment: environment)
+        let status = try JOSEValue.parse(Data(oidc.stdout.utf8))
+        #expect(status["dpop"] == true && status["tokenType"] == "DPoP" && status["dpopKeyThumbprint"] != nil)
+        // The SDK's file store reads the credentials field by field.
+        let store = try FileTokenStore(directory: home.appendingPathComponent("credentials"))
+        let tokens = try #require(try await store.load(profile: "default"))
+        #expect(!tokens.accessToken.isEmpty && tokens.refreshToken != nil && tokens.user?.email == "alice@example.com")
+        #expect(tokens.expiresAt != nil && tokens.receivedAt != nil && tokens.deviceSecret == nil)
+    }
+}
