@@ -10,9 +10,10 @@ import Testing
     /// Moves the stored access token's life (the file store's JSON) as if it had been received `age` seconds ago
     /// and lived `lifetime` seconds: in the past, it has expired.
     static func ageStoredToken(
-        _ workspace: OIDCLoginCommandTests.Workspace, age: TimeInterval = 660, lifetime: TimeInterval = 600
+        _ workspace: OIDCLoginCommandTests.Workspace, profile: String = "default", age: TimeInterval = 660,
+        lifetime: TimeInterval = 600
     ) throws {
-        let file = workspace.folder.appendingPathComponent("credentials/default.json")
+        let file = workspace.folder.appendingPathComponent("credentials/\(profile).json")
         var object = try #require(try JOSEValue.parse(Data(contentsOf: file)).objectValue)
         let received = Date().addingTimeInterval(-age)
         object["receivedAt"] = .number(received.timeIntervalSinceReferenceDate)
@@ -81,6 +82,34 @@ import Testing
             ["credential-helper"], ["credential-helper", "fill"],
         ] {
             #expect(try CLIRunner.run(arguments, environment: env).status == 2, "\(arguments)")
+        }
+    }
+
+    @Test("two accounts (profiles) refreshing at once across eight processes: one refresh each, both kept")
+    func twoAccountsAcrossProcesses() throws {
+        let workspace = try OIDCLoginCommandTests.Workspace(serving: ["--user", "bob@example.com:battery-staple-x"])
+        defer { workspace.stop() }
+        let base = workspace.server.base.absoluteString
+        for (profile, email, password) in [
+            ("alice", "alice@example.com", "correct-horse"), ("bob", "bob@example.com", "battery-staple-x"),
+        ] {
+            let login = try CLIRunner.run(
+                ["login", "--rest", base, "--email", email, "--profile", profile], stdin: password + "\n",
+                environment: workspace.environment)
+            #expect(login.status == 0, "\(login.stderr)")
+            try Self.ageStoredToken(workspace, profile: profile)
+        }
+        let runs = (0..<8).map { ["token", "--profile", $0 % 2 == 0 ? "alice" : "bob"] }
+        let results = try CLIRunner.runConcurrently(runs, environment: workspace.environment)
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        let alice = Set(results.enumerated().filter { $0.offset % 2 == 0 }.map(\.element.stdout))
+        let bob = Set(results.enumerated().filter { $0.offset % 2 == 1 }.map(\.element.stdout))
+        #expect(alice.count == 1 && bob.count == 1 && alice != bob)
+        let counters = try TestBrowser(port: workspace.server.base.port ?? 0).get("/_dev/counters").json
+        #expect(counters?["requests"]?["POST /refresh-token"] == 2, "\(String(describing: counters))")
+        for profile in ["alice", "bob"] {
+            #expect(
+                try CLIRunner.run(["status", "--profile", profile], environment: workspace.environment).status == 0)
         }
     }
 

@@ -71,6 +71,33 @@ import Testing
         }
     }
 
+    @Test("AccountsState: the current account with its AuthState, the others, and a switch")
+    @MainActor
+    func observableState() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let accounts = OIDCAccounts(
+            provider: try await oidc.provider(), tokens: InMemoryTokenStore(), index: InMemoryAccountIndexStore())
+        let state = AccountsState(accounts: accounts)
+        await state.reload()
+        #expect(state.current == nil && state.others.isEmpty && state.currentState == nil)
+        let alice = try await accounts.add(
+            signingInWith: PasswordAgent(harness: oidc, email: "alice@example.com", password: "correct-horse"))
+        let bob = try await accounts.add(
+            signingInWith: PasswordAgent(harness: oidc, email: "bob@example.com", password: "battery-staple"))
+        await state.reload()
+        #expect(state.current?.isSame(as: bob) == true && state.others.map(\.subject) == [alice.subject])
+        try await state.switchTo(alice)
+        #expect(state.current?.isSame(as: alice) == true && state.others.map(\.subject) == [bob.subject])
+        await state.currentState?.reload()
+        if case .signedIn(let user)? = state.currentState?.status {
+            #expect(user?.email == "alice@example.com")
+        } else {
+            Issue.record(
+                "the current account's state is not signed in: \(String(describing: state.currentState?.status))")
+        }
+    }
+
     @Test("the file index: 0600, round trip, a corrupt file is storeCorrupt and kept")
     func fileIndex() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
