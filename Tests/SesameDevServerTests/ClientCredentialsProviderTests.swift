@@ -9,25 +9,16 @@ import Testing
 /// The dev server's confidential clients: `private_key_jwt` (RFC 7523), client secrets, and the client credentials
 /// grant (catalog PKJ-01..PKJ-03), request by request.
 @Suite struct ClientCredentialsProviderTests {
-    static let secret = "correct-horse-battery-staple"
+    static let secret = OIDCTestServer.serviceSecret
 
     /// A server with a service account per method: `nightly` (a key), `legacy` (Basic), `legacy-post` (a posted
     /// secret); and the key `nightly` signs with.
     static func server(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws -> (OIDCTestServer, JWK)
     {
         let key = try JWK.generate(for: .es256).with(keyID: "nightly-1", algorithm: nil)
-        let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
+        let clients = try OIDCTestServer.serviceClients(key: key)
         let oidc = try OIDCTestServer { configuration in
-            var nightly = RegisteredClient(id: "nightly", redirectURIs: [])
-            nightly.tokenEndpointAuthentication = .privateKeyJWT(jwks: jwks)
-            nightly.grantTypes = ["client_credentials"]
-            nightly.allowedScopes = ["reports.read", "reports.write"]
-            var legacy = RegisteredClient(id: "legacy", redirectURIs: [])
-            legacy.tokenEndpointAuthentication = .clientSecretBasic(secret: Self.secret)
-            legacy.allowedScopes = ["reports.read"]
-            var posted = RegisteredClient(id: "legacy-post", redirectURIs: [])
-            posted.tokenEndpointAuthentication = .clientSecretPost(secret: Self.secret)
-            configuration.clients = [nightly, legacy, posted]
+            configuration.clients = clients
             configure(&configuration)
         }
         return (oidc, key)

@@ -12,13 +12,9 @@ import Testing
 
     static func server() throws -> OIDCTestServer {
         try OIDCTestServer { configuration in
-            var first = RegisteredClient(id: "app-a", redirectURIs: [OIDCTestServer.redirect])
-            first.nativeSSOGroup = "vendor"
-            var second = RegisteredClient(id: "app-b", redirectURIs: [OIDCTestServer.redirect])
-            second.nativeSSOGroup = "vendor"
             var other = RegisteredClient(id: "other-vendor", redirectURIs: [OIDCTestServer.redirect])
             other.nativeSSOGroup = "other"
-            configuration.clients = [first, second, other]
+            configuration.clients = OIDCTestServer.nativeSSOClients + [other]
         }
     }
 

@@ -24,12 +24,8 @@ import Testing
     /// A dev server with the vendor's two apps in one Native SSO group, and a third app outside it.
     static func server(_ configure: (inout DevServer.Configuration) -> Void = { _ in }) throws -> OIDCTestServer {
         try OIDCTestServer { configuration in
-            var first = RegisteredClient(id: "app-a", redirectURIs: [OIDCTestServer.redirect])
-            first.nativeSSOGroup = "vendor"
-            var second = RegisteredClient(id: "app-b", redirectURIs: [OIDCTestServer.redirect])
-            second.nativeSSOGroup = "vendor"
             let outsider = RegisteredClient(id: "app-c", redirectURIs: [OIDCTestServer.redirect])
-            configuration.clients = [first, second, outsider]
+            configuration.clients = OIDCTestServer.nativeSSOClients + [outsider]
             configure(&configuration)
         }
     }

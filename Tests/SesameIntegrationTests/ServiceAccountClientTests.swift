@@ -10,22 +10,14 @@ import Testing
 /// Service accounts from the SDK's side against the dev server: the client credentials grant with
 /// `private_key_jwt` or a secret (catalog PKJ-01..PKJ-03).
 @Suite struct ServiceAccountClientTests {
-    static let secret = "correct-horse-battery-staple"
+    static let secret = OIDCTestServer.serviceSecret
 
     /// A dev server with `nightly` (a key: `key`'s public half), `legacy` (Basic) and `legacy-post` (posted).
     static func server(key: JWK, configure: (inout DevServer.Configuration) -> Void = { _ in }) throws -> OIDCTestServer
     {
-        let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
+        let clients = try OIDCTestServer.serviceClients(key: key)
         return try OIDCTestServer { configuration in
-            var nightly = RegisteredClient(id: "nightly", redirectURIs: [])
-            nightly.tokenEndpointAuthentication = .privateKeyJWT(jwks: jwks)
-            nightly.grantTypes = ["client_credentials"]
-            nightly.allowedScopes = ["reports.read", "reports.write"]
-            var legacy = RegisteredClient(id: "legacy", redirectURIs: [])
-            legacy.tokenEndpointAuthentication = .clientSecretBasic(secret: Self.secret)
-            var posted = RegisteredClient(id: "legacy-post", redirectURIs: [])
-            posted.tokenEndpointAuthentication = .clientSecretPost(secret: Self.secret)
-            configuration.clients = [nightly, legacy, posted]
+            configuration.clients = clients
             configuration.accessTokenTTL = 300
             configure(&configuration)
         }

@@ -201,3 +201,35 @@ package struct OIDCTestServer: Sendable {
         return redirect
     }
 }
+
+/// The clients the frontier features' tests register, in one place for the provider's and the client's tests.
+extension OIDCTestServer {
+    /// The secret of the confidential clients `legacy` and `legacy-post`.
+    package static let serviceSecret = "correct-horse-battery-staple"
+
+    /// `nightly` (`private_key_jwt` with `key`'s public half, the client credentials grant only, `reports.read`
+    /// and `reports.write`), `legacy` (`client_secret_basic`, `reports.read`) and `legacy-post`
+    /// (`client_secret_post`).
+    package static func serviceClients(key: JWK) throws -> [RegisteredClient] {
+        let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
+        var nightly = RegisteredClient(id: "nightly", redirectURIs: [])
+        nightly.tokenEndpointAuthentication = .privateKeyJWT(jwks: jwks)
+        nightly.grantTypes = ["client_credentials"]
+        nightly.allowedScopes = ["reports.read", "reports.write"]
+        var legacy = RegisteredClient(id: "legacy", redirectURIs: [])
+        legacy.tokenEndpointAuthentication = .clientSecretBasic(secret: serviceSecret)
+        legacy.allowedScopes = ["reports.read"]
+        var posted = RegisteredClient(id: "legacy-post", redirectURIs: [])
+        posted.tokenEndpointAuthentication = .clientSecretPost(secret: serviceSecret)
+        return [nightly, legacy, posted]
+    }
+
+    /// `app-a` and `app-b`: one vendor's apps in the Native SSO group `vendor`, redirecting to ``redirect``.
+    package static var nativeSSOClients: [RegisteredClient] {
+        ["app-a", "app-b"].map { id in
+            var client = RegisteredClient(id: id, redirectURIs: [redirect])
+            client.nativeSSOGroup = "vendor"
+            return client
+        }
+    }
+}
