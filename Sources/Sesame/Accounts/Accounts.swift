@@ -188,15 +188,18 @@ public actor OIDCAccounts {
             issuer: issuer, clientID: provider.configuration.clientID, subject: subject,
             label: tokens.user?.email ?? tokens.user?.claims?["name"]?.stringValue)
         try await session(for: account).signIn(with: tokens)
-        var stored = try await index.load() ?? AccountIndex()
-        if let position = stored.accounts.firstIndex(where: { $0.isSame(as: account) }) {
-            account.label = account.label ?? stored.accounts[position].label
-            stored.accounts[position] = account
-        } else {
-            stored.accounts.append(account)
+        let added = account
+        account = try await updatingIndex { stored in
+            var account = added
+            if let position = stored.accounts.firstIndex(where: { $0.isSame(as: account) }) {
+                account.label = account.label ?? stored.accounts[position].label
+                stored.accounts[position] = account
+            } else {
+                stored.accounts.append(account)
+            }
+            stored.current = account.profile
+            return account
         }
-        stored.current = account.profile
-        try await index.save(stored)
         SesameLog.log(.info, .session, "account \(public: account.profile) added; it is the current one")
         return account
     }
@@ -205,12 +208,26 @@ public actor OIDCAccounts {
     ///
     /// - Throws: ``AuthError/Code/notSignedIn`` for an account that is not listed; the index store's errors.
     public func switchTo(_ account: Account) async throws {
-        var stored = try await index.load() ?? AccountIndex()
-        guard stored.accounts.contains(where: { $0.isSame(as: account) }) else {
-            throw AuthError(.notSignedIn, "\(account) is not one of the signed-in accounts")
+        try await updatingIndex { stored in
+            guard stored.accounts.contains(where: { $0.isSame(as: account) }) else {
+                throw AuthError(.notSignedIn, "\(account) is not one of the signed-in accounts")
+            }
+            stored.current = account.profile
         }
-        stored.current = account.profile
-        try await index.save(stored)
+    }
+
+    /// Reads, changes and saves the index holding the store's cross-process lock for it, so that two processes
+    /// changing the accounts at once do not lose one's change.
+    private func updatingIndex<Result: Sendable>(
+        _ change: @Sendable @escaping (inout AccountIndex) throws -> Result
+    ) async throws -> Result {
+        let index = self.index
+        return try await tokens.withExclusiveAccess(profile: "sesame-account-index") {
+            var stored = try await index.load() ?? AccountIndex()
+            let result = try change(&stored)
+            try await index.save(stored)
+            return result
+        }
     }
 
     /// Signs `account` out (revoking at the provider) and removes it; the other accounts are untouched.
@@ -223,10 +240,10 @@ public actor OIDCAccounts {
     public func remove(_ account: Account) async throws -> AuthSession.SignOutResult {
         let result = await session(for: account).signOut(revoke: true)
         sessions[account.profile] = nil
-        var stored = try await index.load() ?? AccountIndex()
-        stored.accounts.removeAll { $0.isSame(as: account) }
-        if stored.current == account.profile { stored.current = stored.accounts.first?.profile }
-        try await index.save(stored)
+        try await updatingIndex { stored in
+            stored.accounts.removeAll { $0.isSame(as: account) }
+            if stored.current == account.profile { stored.current = stored.accounts.first?.profile }
+        }
         return result
     }
 }
