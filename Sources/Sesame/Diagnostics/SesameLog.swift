@@ -133,11 +133,6 @@ public enum SesameLog {
         sink.withLock { $0 = (handler, level) }
     }
 
-    /// Whether entries of `level` go anywhere (cheap: build nothing when they do not).
-    static func enabled(_ level: Level) -> Bool {
-        sink.withLock { $0.handler != nil && level >= $0.level }
-    }
-
     /// Logs `message` (built only when someone listens).
     static func log(_ level: Level, _ category: Category, _ message: @autoclosure () -> Message) {
         guard let handler = sink.withLock({ $0.handler != nil && level >= $0.level ? $0.handler : nil }) else {

@@ -220,11 +220,14 @@ extension OIDCAuth {
 
     /// The device secret of this provider's shared sign-in, to send with a new sign-in's code so that the
     /// provider keeps that device session (one sign-out still ends every app's).
-    func sharedDeviceSecret() async -> String? {
+    func sharedDeviceSecret() async -> String? { await sharedSignInOfThisProvider()?.deviceSecret }
+
+    /// The shared sign-in when there is one and it is this provider's (unreadable counts as none).
+    private func sharedSignInOfThisProvider() async -> SharedSignIn? {
         guard let nativeSSO, let shared = try? await nativeSSO.sharedSignIn(), let issuer = provider.metadata.issuer,
             ByteExact.equals(shared.issuer, issuer)
         else { return nil }
-        return shared.deviceSecret
+        return shared
     }
 
     /// Stores a sign-in's tokens in the session; a device secret that came with them goes to the shared store
@@ -255,15 +258,9 @@ extension OIDCAuth {
     /// ends, NSSO-04) and then forgotten; another user's is left alone, and one the provider did not confirm
     /// revoking is kept (the other apps' sessions from it still run: a later sign-out tries again).
     func endSharedSignIn(for tokens: TokenSet?) async {
-        guard let nativeSSO, let shared = try? await nativeSSO.sharedSignIn(),
-            let issuer = provider.metadata.issuer, ByteExact.equals(shared.issuer, issuer),
-            let user = tokens?.user?.id, ByteExact.equals(shared.subject, user)
+        guard let nativeSSO, let shared = await sharedSignInOfThisProvider(), let user = tokens?.user?.id,
+            ByteExact.equals(shared.subject, user), (try? await provider.revokeDeviceSecret(shared.deviceSecret)) != nil
         else { return }
-        do {
-            try await provider.revokeDeviceSecret(shared.deviceSecret)
-            try? await nativeSSO.forget()
-        } catch {
-            return
-        }
+        try? await nativeSSO.forget()
     }
 }

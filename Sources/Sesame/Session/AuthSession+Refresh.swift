@@ -283,14 +283,4 @@ extension AuthSession {
         }
         if done == true { machine.pendingDeleteDone() }
     }
-
-    /// Why a refresh runs, for the diagnostics.
-    nonisolated static func why(_ intent: SessionMachine.Intent) -> String {
-        switch intent {
-        case .expiring(let seconds): "the access token expires within \(Int(seconds)) s"
-        case .rejected: "the server rejected the access token"
-        case .forced: "asked for"
-        case .persist: "to save credentials a failed save left in memory"
-        }
-    }
 }

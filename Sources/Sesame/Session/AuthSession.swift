@@ -165,40 +165,6 @@ public actor AuthSession {
         }
     }
 
-    /// Each event in the diagnostics (``SesameLog``), at the level its meaning deserves.
-    nonisolated static func log(_ event: AuthEvent, profile: String) {
-        switch event {
-        case .loaded(let signedIn):
-            SesameLog.log(
-                .debug, .session,
-                "profile \(public: profile) loaded: \(public: signedIn ? "signed in" : "no credentials")")
-        case .storeUnavailable:
-            SesameLog.log(
-                .warning, .session, "profile \(public: profile): the store cannot be read now (kept, try later)")
-        case .signedIn: SesameLog.log(.info, .session, "profile \(public: profile): signed in")
-        case .refreshed:
-            SesameLog.log(.info, .session, "profile \(public: profile): refreshed")
-        case .refreshFailed(let code):
-            SesameLog.log(
-                .warning, .session,
-                "profile \(public: profile): refresh failed (\(public: code.rawValue)); credentials kept")
-        case .persistenceFailed:
-            SesameLog.log(
-                .warning, .session, "profile \(public: profile): new credentials not saved yet (serving from memory)")
-        case .signedOut(let reason):
-            let why =
-                switch reason {
-                case .userInitiated: "by the app or the user"
-                case .sessionExpired: "the provider rejected the refresh token: sign in again"
-                case .signedOutElsewhere: "another process sharing the store signed out"
-                case .dpopKeyLost: "the credentials are bound to a DPoP key this app no longer has: sign in again"
-                }
-            SesameLog.log(
-                reason == .userInitiated ? .info : .error, .session,
-                "profile \(public: profile): signed out (\(public: why))")
-        }
-    }
-
     // MARK: Reading
 
     /// Reads the store if that has not happened yet (or failed last time).

@@ -243,11 +243,7 @@ extension DevServer {
             claims["client_id"]?.stringValue.map({ ByteExact.equals($0, clientID) }) == true,
             let jti = claims["jti"]?.stringValue, let expiry = claims.expiresAt
         else { return false }
-        let now = self.now
-        revokedAccessTokens.withLock { revoked in
-            if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
-            if revoked.count < 100_000 { revoked[jti] = Int64(expiry.timeIntervalSince1970) }
-        }
+        _ = rememberRevoked(jti: jti, until: expiry)
         return true
     }
 }

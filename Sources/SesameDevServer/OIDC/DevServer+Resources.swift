@@ -36,6 +36,18 @@ extension DevServer {
         return (grant, claims)
     }
 
+    /// Lists an access token's `jti` as revoked until `expiry` (expired entries pruned as the list grows); false
+    /// when the list is full (100,000).
+    func rememberRevoked(jti: String, until expiry: Date) -> Bool {
+        let now = self.now
+        return revokedAccessTokens.withLock { revoked -> Bool in
+            if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
+            guard revoked.count < 100_000 else { return false }
+            revoked[jti] = Int64(expiry.timeIntervalSince1970)
+            return true
+        }
+    }
+
     /// Whether this access token was revoked by itself (`/revoke` with it); every route that takes tokens asks.
     func isRevoked(_ claims: JWTClaims) -> Bool {
         guard let jti = claims["jti"]?.stringValue else { return false }
@@ -110,13 +122,7 @@ extension DevServer {
             {
                 // An access token revokes that token only: ending the grant takes its refresh token. (A DPoP-bound
                 // access token needs no proof here, so whoever holds a copy must not be able to end the session.)
-                let now = self.now
-                let kept = revokedAccessTokens.withLock { revoked -> Bool in
-                    if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
-                    guard revoked.count < 100_000 else { return false }
-                    revoked[jti] = Int64(expiry.timeIntervalSince1970)
-                    return true
-                }
+                let kept = rememberRevoked(jti: jti, until: expiry)
                 // A full list never refuses a revocation: the token's grant ends instead (the stricter answer).
                 if !kept { try store.revokeGrant(id: grant.id) }
             } else if !revokeServiceToken(token, clientID: clientID) {
