@@ -47,4 +47,42 @@ import Testing
         #expect(!tokens.accessToken.isEmpty && tokens.refreshToken != nil && tokens.user?.email == "alice@example.com")
         #expect(tokens.expiresAt != nil && tokens.receivedAt != nil && tokens.deviceSecret == nil)
     }
+
+    @Test("0.2.0's files are migrated in place: profiles and credentials carry format 2 and read the same after")
+    func migratedInPlace() throws {
+        let home = try Self.home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["SESAME_HOME": home.path, "SESAME_STORE": "file"]
+        func format(_ path: String, _ member: String = "format") throws -> JOSEValue? {
+            try JOSEValue.parse(Data(contentsOf: home.appendingPathComponent(path)))[member]
+        }
+        #expect(try format("profiles/oidc.json") == nil && format("credentials/oidc.json") == nil)
+        let before = try CLIRunner.run(["status", "--all", "--json"], environment: environment)
+        #expect(before.status == 0, "\(before.stderr)")
+        for path in [
+            "profiles/default.json", "profiles/oidc.json", "credentials/default.json", "credentials/oidc.json",
+        ] {
+            #expect(try format(path) == 2, "\(path)")
+        }
+        let after = try CLIRunner.run(["status", "--all", "--json"], environment: environment)
+        #expect(after.stdout == before.stdout)
+        let folders = ["profiles", "credentials"].map { home.appendingPathComponent($0).path }
+        let names = try folders.flatMap { try FileManager.default.contentsOfDirectory(atPath: $0) }
+        #expect(!names.contains { $0.contains("tmp") || $0.contains("corrupt") }, "\(names)")
+    }
+
+    @Test("a profile a newer sesame wrote is refused with profile_newer and left byte for byte")
+    func newerProfileIsLeft() throws {
+        let home = try Self.home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let url = home.appendingPathComponent("profiles/default.json")
+        var members = try #require(try JOSEValue.parse(Data(contentsOf: url)).objectValue)
+        members["format"] = 3
+        let newer = Data(JOSEValue.object(members).jsonBytes)
+        try newer.write(to: url)
+        let result = try CLIRunner.run(
+            ["status", "--json"], environment: ["SESAME_HOME": home.path, "SESAME_STORE": "file"])
+        #expect(result.status != 0 && result.stderr.contains("newer"), "\(result.stderr)")
+        #expect(try Data(contentsOf: url) == newer)
+    }
 }

@@ -6,7 +6,7 @@ import SesameTestSupport
 import SesameTesting
 import Testing
 
-/// Several accounts of one client in one store (issue 23): each its own profile, session and refresh; sign-out of
+/// Several accounts — of one client, of two clients, at two issuers — in one store (issue 23): each its own profile, session and refresh; sign-out of
 /// one never touches another.
 @Suite struct AccountsTests {
     /// Signs in as `email` in a fresh browser (no remembered session of another user).
@@ -49,8 +49,8 @@ import Testing
         #expect(try await accounts.list().count == 2)
         // Both expire; both refresh at once, each once.
         oidc.clock.advance(by: 119)
-        let aliceSession = await accounts.session(for: alice)
-        let bobSession = await accounts.session(for: bob)
+        let aliceSession = try await accounts.session(for: alice)
+        let bobSession = try await accounts.session(for: bob)
         async let a = aliceSession.validTokens()
         async let b = bobSession.validTokens()
         let (aliceTokens, bobTokens) = try await (a, b)
@@ -68,6 +68,66 @@ import Testing
             Issue.record("switched to a removed account")
         } catch let error as AuthError {
             #expect(error.code == .notSignedIn)
+        }
+    }
+
+    /// A provider for `client` at `oidc`.
+    static func provider(_ oidc: OIDCTestServer, client: String) async throws -> OIDCAuthProvider {
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: client, redirectURI: OIDCTestServer.redirect, scopes: ["openid", "email", "offline_access"])
+        configuration.pushedRequests = .whenRequired
+        return OIDCAuthProvider(
+            metadata: try await OIDCProviderMetadata.discover(issuer: oidc.issuer), configuration: configuration,
+            timeSource: oidc.clock)
+    }
+
+    @Test("one user at two issuers and two clients: three accounts, each refreshing at its own issuer; removing one")
+    func severalIssuersAndClients() async throws {
+        let first = try OIDCTestServer { configuration in
+            configuration.accessTokenTTL = 120
+            configuration.clients = [RegisteredClient(id: "app-a", redirectURIs: [OIDCTestServer.redirect])]
+        }
+        defer { first.stop() }
+        let second = try OIDCTestServer { $0.accessTokenTTL = 120 }
+        defer { second.stop() }
+        let cli = try await Self.provider(first, client: "sesame-cli")
+        let app = try await Self.provider(first, client: "app-a")
+        let other = try await Self.provider(second, client: "sesame-cli")
+        let tokens = InMemoryTokenStore()
+        let accounts = OIDCAccounts(providers: [cli, app, other], tokens: tokens, index: InMemoryAccountIndexStore())
+        func alice(_ harness: OIDCTestServer) -> PasswordAgent {
+            PasswordAgent(harness: harness, email: "alice@example.com", password: "correct-horse")
+        }
+        let atCLI = try await accounts.add(signingInWith: alice(first))
+        let atApp = try await accounts.add(signingInWith: alice(first), at: app)
+        let atSecond = try await accounts.add(signingInWith: alice(second), at: other)
+        #expect(Set([atCLI.profile, atApp.profile, atSecond.profile]).count == 3)
+        #expect(atCLI.issuer == atApp.issuer && atCLI.issuer != atSecond.issuer && atApp.clientID == "app-a")
+        #expect(try await accounts.list().count == 3)
+        #expect(try await accounts.current()?.isSame(as: atSecond) == true)
+        // All expire; each refreshes once, at its own issuer with its own client.
+        first.clock.advance(by: 119)
+        second.clock.advance(by: 119)
+        for account in [atCLI, atApp, atSecond] {
+            let refreshed = try await accounts.session(for: account).validTokens()
+            #expect(refreshed.user?.id == account.subject)
+        }
+        #expect(try first.browser.get("/_dev/counters").json?["refreshes"] == 2)
+        #expect(try second.browser.get("/_dev/counters").json?["refreshes"] == 1)
+        // Removing the second issuer's account revokes there only; the first issuer's two refresh on.
+        _ = try await accounts.remove(atSecond)
+        #expect(try await tokens.load(profile: atSecond.profile) == nil)
+        #expect(try await accounts.list().map(\.profile) == [atCLI.profile, atApp.profile])
+        _ = try await accounts.session(for: atApp).forceRefresh()
+        _ = try await accounts.session(for: atCLI).forceRefresh()
+        // A provider that is not one of the accounts' is refused before anyone is asked to sign in.
+        let stranger = OIDCAccounts(provider: cli, tokens: tokens, index: InMemoryAccountIndexStore())
+        await #expect(throws: AuthError.self) { try await stranger.add(signingInWith: alice(second), at: other) }
+        do {
+            _ = try await stranger.session(for: atApp)
+            Issue.record("a session without its provider")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration)
         }
     }
 

@@ -102,11 +102,16 @@ public struct FileAccountIndexStore: AccountIndexStore {
     /// Reads the file.
     public func load() async throws -> AccountIndex? {
         guard let (data, _) = try PrivateFile.read(url.path, limit: 1 << 20) else { return nil }
+        let index: AccountIndex
         do {
-            return try JSONDecoder().decode(AccountIndex.self, from: data)
+            index = try JSONDecoder().decode(AccountIndex.self, from: data)
         } catch {
             throw AuthError(.storeCorrupt, "the account index \(url.path) is unreadable; it was left in place")
         }
+        guard index.version <= 1 else {
+            throw StoredFormat.newer("the account index \(url.path)", found: index.version, reads: 1)
+        }
+        return index
     }
 
     /// Writes the file.
@@ -115,32 +120,55 @@ public struct FileAccountIndexStore: AccountIndexStore {
     }
 }
 
-/// Several signed-in accounts of one OpenID Connect client — a personal and a work account, several tenants — in
-/// one token store: each account its own profile, so its own refresh single flight and cross-process lock, and
-/// signing one out never touches another.
+/// Several signed-in accounts — a personal and a work account, several tenants, several providers — in one token
+/// store: each account (issuer + client + subject) its own profile, so its own refresh single flight and
+/// cross-process lock, and signing one out never touches another.
 ///
 /// ```swift
 /// let accounts = OIDCAccounts(
-///     provider: provider, tokens: KeychainTokenStore.keychain(service: "com.example.app"),
+///     providers: [workProvider, personalProvider], tokens: KeychainTokenStore.keychain(service: "com.example.app"),
 ///     index: FileAccountIndexStore(url: supportFolder.appendingPathComponent("accounts.json")))
-/// let work = try await accounts.add(signingInWith: agent)   // becomes the current account
+/// let work = try await accounts.add(signingInWith: agent, at: workProvider)   // becomes the current account
 /// let api = AuthorizedClient(session: try await accounts.session(for: work), baseURL: apiBase)
 /// try await accounts.switchTo(personal)
 /// ```
 public actor OIDCAccounts {
-    /// The provider every account signs in with.
-    public nonisolated let provider: OIDCAuthProvider
+    /// The providers accounts sign in with (an issuer and a client each); the first is the default.
+    public nonisolated let providers: [OIDCAuthProvider]
     /// Where the accounts' credentials are kept (one profile each).
     public nonisolated let tokens: any TokenStore
     /// Where the list of accounts is kept.
     public nonisolated let index: any AccountIndexStore
     private var sessions: [String: AuthSession] = [:]
 
-    /// Accounts of `provider`'s client, their credentials in `tokens` and their list in `index`.
-    public init(provider: OIDCAuthProvider, tokens: any TokenStore, index: any AccountIndexStore) {
-        self.provider = provider
+    /// Accounts of the clients of `providers`, their credentials in `tokens` and their list in `index`.
+    ///
+    /// - Precondition: `providers` is not empty.
+    public init(providers: [OIDCAuthProvider], tokens: any TokenStore, index: any AccountIndexStore) {
+        precondition(!providers.isEmpty, "OIDCAccounts needs at least one provider")
+        self.providers = providers
         self.tokens = tokens
         self.index = index
+    }
+
+    /// Accounts of `provider`'s client, their credentials in `tokens` and their list in `index`.
+    public init(provider: OIDCAuthProvider, tokens: any TokenStore, index: any AccountIndexStore) {
+        self.init(providers: [provider], tokens: tokens, index: index)
+    }
+
+    /// The provider of `account`: the one whose issuer and client are the account's, byte for byte.
+    ///
+    /// - Throws: ``AuthError/Code/configuration`` when none is.
+    public nonisolated func provider(for account: Account) throws -> OIDCAuthProvider {
+        guard
+            let found = providers.first(where: { provider in
+                provider.metadata.issuer.map { ByteExact.equals($0, account.issuer) } == true
+                    && ByteExact.equals(provider.configuration.clientID, account.clientID)
+            })
+        else {
+            throw AuthError(.configuration, "no provider was given for the issuer and client of \(account)")
+        }
+        return found
     }
 
     /// The accounts, in the order they were added.
@@ -156,27 +184,37 @@ public actor OIDCAccounts {
         return stored.accounts.first { $0.profile == profile }
     }
 
-    /// The session of `account` (one per account, made on first use and kept).
-    public func session(for account: Account) -> AuthSession {
+    /// The session of `account` (one per account, made on first use and kept), with its own provider.
+    ///
+    /// - Throws: ``AuthError/Code/configuration`` when no provider has the account's issuer and client.
+    public func session(for account: Account) throws -> AuthSession {
         if let existing = sessions[account.profile] { return existing }
+        let provider = try provider(for: account)
         let session = AuthSession(
             provider: provider, store: tokens, profile: account.profile, timeSource: provider.timeSource)
         sessions[account.profile] = session
         return session
     }
 
-    /// Signs in through `agent` and adds the account it signed in — or, when it is one already listed (the same
-    /// issuer, client and subject), signs that one in again; either way it becomes the current account.
+    /// Signs in through `agent` at `provider` (default: the first) and adds the account it signed in — or, when it
+    /// is one already listed (the same issuer, client and subject), signs that one in again; either way it becomes
+    /// the current account.
     ///
     /// - Returns: the account.
     /// - Throws: the sign-in's ``AuthError``s; ``AuthError/Code/invalidResponse`` when the provider gave no ID
     ///   token (an account is known by its `sub`); the stores' errors.
     @discardableResult
     public func add(
-        signingInWith agent: some AuthorizationUserAgent, options: AuthorizationOptions = AuthorizationOptions()
+        signingInWith agent: some AuthorizationUserAgent, at provider: OIDCAuthProvider? = nil,
+        options: AuthorizationOptions = AuthorizationOptions()
     )
         async throws -> Account
     {
+        let provider = provider ?? providers[0]
+        // Its accounts' sessions must find it again: it has to be one of the providers (by issuer and client).
+        _ = try self.provider(
+            for: Account(
+                issuer: provider.metadata.issuer ?? "", clientID: provider.configuration.clientID, subject: ""))
         let pending = try await provider.authorizationRequest(options)
         let redirect = try await agent.authorize(
             url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
@@ -238,7 +276,7 @@ public actor OIDCAccounts {
     /// - Throws: the index store's errors.
     @discardableResult
     public func remove(_ account: Account) async throws -> AuthSession.SignOutResult {
-        let result = await session(for: account).signOut(revoke: true)
+        let result = try await session(for: account).signOut(revoke: true)
         sessions[account.profile] = nil
         try await updatingIndex { stored in
             stored.accounts.removeAll { $0.isSame(as: account) }

@@ -40,7 +40,7 @@
                 let chosen = try await accounts.current()
                 if chosen?.profile != current?.profile || currentState == nil {
                     if let chosen {
-                        currentState = AuthState(session: await accounts.session(for: chosen))
+                        currentState = AuthState(session: try await accounts.session(for: chosen))
                     } else {
                         currentState = nil
                     }

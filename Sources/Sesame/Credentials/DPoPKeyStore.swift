@@ -148,8 +148,12 @@ public struct KeychainDPoPKeyStore: DPoPKeyStore {
         case .itemNotFound: return nil
         default: throw KeychainTokenStore.error(status, "read the DPoP key")
         }
-        guard let data, let item = try? JSONDecoder().decode(Item.self, from: data), item.version == 1 else {
+        guard let data, let item = try? JSONDecoder().decode(Item.self, from: data), item.version >= 1 else {
             throw AuthError(.storeCorrupt, "the DPoP key's Keychain item is unreadable; it was left in place")
+        }
+        // Format 1 is this release's (StoredFormat); a newer release's item is left as it is.
+        guard item.version == 1 else {
+            throw StoredFormat.newer("the DPoP key's Keychain item", found: item.version, reads: 1)
         }
         switch item.kind {
         case "secure-enclave":

@@ -8,7 +8,9 @@ public import SesameJOSE
 /// Use the same folder as a ``FileTokenStore`` to keep a profile's key next to its credentials (`sesame` does). A
 /// file that others can read, that is not a regular file of this user, or that holds no private key is
 /// ``AuthError/Code/storeCorrupt`` and is left in place: never "no key", which would orphan the stored tokens, and
-/// never used. A symbolic link is never followed; a FIFO in its place does not hang the reader.
+/// never used. A symbolic link is never followed; a FIFO in its place does not hang the reader. A key file an
+/// earlier release wrote (a bare JWK) is read and rewritten in the current format in place; one a newer release
+/// wrote is left as it is (``AuthError/Code/storeUnavailable``).
 public struct FileDPoPKeyStore: DPoPKeyStore {
     /// The folder holding the key files.
     public let directory: URL
@@ -40,9 +42,21 @@ public struct FileDPoPKeyStore: DPoPKeyStore {
         // A link, a FIFO, another user's or an exposed file: not a key this store wrote, and not one to use.
         guard let read = try PrivateFile.read(url.path, limit: 64 * 1024, exposure: .refuse, unsafe: .storeCorrupt)
         else { return nil }
-        guard let key = try? JWK(json: read.data), key.isPrivate, let signer = try? DPoPSigner(key: key) else {
-            throw AuthError(
-                .storeCorrupt, "\(url.path) holds no private DPoP key; it is kept: fix or delete it, or sign in again")
+        let corrupt = AuthError(
+            .storeCorrupt, "\(url.path) holds no private DPoP key; it is kept: fix or delete it, or sign in again")
+        guard let value = try? JOSEValue.parse(read.data) else { throw corrupt }
+        let format = try StoredFormat.keyFileFormat(value, at: url.path)
+        guard let key = try? JWK(value: value), key.isPrivate, let signer = try? DPoPSigner(key: key) else {
+            throw corrupt
+        }
+        if format < StoredFormat.dpopKeyFile {
+            await StoredFormat.migrate(profile: profile, lock: nil) {
+                guard let again = try PrivateFile.read(url.path, limit: 64 * 1024, exposure: .refuse),
+                    again.data == read.data, again.identity.device == read.identity.device,
+                    again.identity.inode == read.identity.inode
+                else { return }
+                try PrivateFile.write(StoredFormat.keyFile(key), to: url)
+            }
         }
         return signer
     }
@@ -65,7 +79,7 @@ public struct FileDPoPKeyStore: DPoPKeyStore {
             throw AuthError(.configuration, "could not make a \(algorithm.name) DPoP key")
         }
         try SecureDirectory.prepare(directory)
-        try PrivateFile.write(Data(key.jsonValue(includingPrivate: true).jsonBytes), to: url)
+        try PrivateFile.write(StoredFormat.keyFile(key), to: url)
         return signer
     }
 

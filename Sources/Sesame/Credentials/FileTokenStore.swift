@@ -18,6 +18,9 @@ public import Foundation
 /// that path: never silently deleted. ``withExclusiveAccess(profile:_:)`` holds a ``ProfileLock`` on
 /// `PROFILE.lock` in the same directory, so processes sharing it refresh one at a time.
 ///
+/// A file an earlier release wrote is read and rewritten in the current format in place; one a newer release
+/// wrote is left as it is (``AuthError/Code/storeUnavailable``), never taken for corrupt.
+///
 /// > Note: On Linux this is the default store when no keyring is available. On Apple platforms prefer the
 /// > Keychain store in `SesameApple`.
 public struct FileTokenStore: TokenStore {
@@ -49,7 +52,19 @@ public struct FileTokenStore: TokenStore {
         try SecureDirectory.prepare(directory)
         guard let (data, identity) = try PrivateFile.read(url.path) else { return nil }
         do {
-            return try JSONDecoder().decode(TokenSet.self, from: data)
+            let (tokens, format) = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
+            if format < StoredFormat.tokens {
+                await StoredFormat.migrate(profile: profile, lock: lock) {
+                    // Only the very file that was read, still holding the same bytes.
+                    guard let (now, still) = try PrivateFile.read(url.path), now == data,
+                        still.device == identity.device, still.inode == identity.inode
+                    else { return }
+                    try PrivateFile.write(try StoredFormat.encode(tokens), to: url)
+                }
+            }
+            return tokens
+        } catch let error as AuthError {
+            throw error  // a newer release's file: left exactly as it is
         } catch {
             let aside = url.appendingPathExtension("corrupt-\(Int(Date().timeIntervalSince1970))")
             // Move aside exactly the file that was read: another process may have replaced it meanwhile.
@@ -73,7 +88,7 @@ public struct FileTokenStore: TokenStore {
     public func save(_ tokens: TokenSet, profile: String) async throws {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
-        try PrivateFile.write(try JSONEncoder().encode(tokens), to: url)
+        try PrivateFile.write(try StoredFormat.encode(tokens), to: url)
     }
 
     /// Deletes the profile's file.

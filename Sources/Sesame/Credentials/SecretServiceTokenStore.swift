@@ -10,7 +10,9 @@ public import Foundation
 /// or no libsecret, every call throws ``AuthError/Code/storeUnavailable`` with the reason — the store never falls
 /// back to something weaker on its own (use ``FileTokenStore`` explicitly for that).
 ///
-/// Processes sharing the keyring refresh one at a time through a ``ProfileLock`` in `lockDirectory`.
+/// Processes sharing the keyring refresh one at a time through a ``ProfileLock`` in `lockDirectory`. An item an
+/// earlier release wrote is read and rewritten in the current format in place; one a newer release wrote is left as
+/// it is (``AuthError/Code/storeUnavailable``).
 public struct SecretServiceTokenStore: TokenStore {
     /// The `service` attribute of the stored items.
     public let service: String
@@ -65,11 +67,27 @@ public struct SecretServiceTokenStore: TokenStore {
             }
             defer { csesame_secret_free(found) }
             let data = Data(bytes: found, count: strlen(found))
+            let tokens: TokenSet
+            let format: Int
             do {
-                return try JSONDecoder().decode(TokenSet.self, from: data)
+                (tokens, format) = try StoredFormat.decodeTokens(data, from: "the keyring item")
+            } catch let error as AuthError {
+                throw error  // a newer release's item: left exactly as it is
             } catch {
                 throw AuthError(.storeCorrupt, "the keyring item is unreadable; it was left in place")
             }
+            if format < StoredFormat.tokens {
+                await StoredFormat.migrate(profile: profile, lock: lock) {
+                    var failed: Int32 = 0
+                    var error = [CChar](repeating: 0, count: 256)
+                    guard let again = csesame_secret_lookup(self.service, profile, &failed, &error, error.count)
+                    else { return }
+                    defer { csesame_secret_free(again) }
+                    guard Data(bytes: again, count: strlen(again)) == data else { return }
+                    try await self.save(tokens, profile: profile)
+                }
+            }
+            return tokens
         #else
             throw AuthError(.storeUnavailable, "the Secret Service is not available on this platform")
         #endif
@@ -78,7 +96,7 @@ public struct SecretServiceTokenStore: TokenStore {
     /// Stores the profile's item (replacing it).
     public func save(_ tokens: TokenSet, profile: String) async throws {
         #if canImport(CSesameSecret)
-            let json = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+            let json = String(decoding: try StoredFormat.encode(tokens), as: UTF8.self)
             var error = [CChar](repeating: 0, count: 256)
             guard
                 csesame_secret_store(service, profile, "Sesame credentials (\(profile))", json, &error, error.count)

@@ -90,7 +90,13 @@ struct Profile: Sendable {
         var email: String?
         /// For `oidc` profiles: the client and the provider's metadata as discovered at login.
         var oidc: OIDCSettings?
+        /// The file's format: absent in files up to 0.2.0 (format 1, read and rewritten in place), then
+        /// ``Profile/settingsFormat``; a newer one is refused and left as it is.
+        var format: Int? = Profile.settingsFormat
     }
+
+    /// The settings files' format this release writes.
+    static let settingsFormat = 2
 
     /// What an OpenID Connect profile remembers; no secrets.
     struct OIDCSettings: Codable, Equatable {
@@ -195,7 +201,26 @@ struct Profile: Sendable {
                 message: "refusing \(url.path): not a small regular file of this user, or writable by others")
         }
         let data = handle.readDataToEndOfFile()
-        if let settings = try? JSONDecoder().decode(Settings.self, from: data) { return settings }
+        if var settings = try? JSONDecoder().decode(Settings.self, from: data) {
+            let format = settings.format ?? 1
+            guard format <= Self.settingsFormat else {
+                throw CLIError(
+                    status: .failure, code: "profile_newer",
+                    message: "\(url.path) was written by a newer sesame (format \(format); this one reads up to "
+                        + "\(Self.settingsFormat)); it is left as it is: update sesame to use it")
+            }
+            settings.format = Self.settingsFormat
+            // In place, and only over the very file that was read, still holding the same bytes.
+            if format < Self.settingsFormat, let encoded = try? JSONEncoder().encode(settings) {
+                var now = stat()
+                if let again = try? Data(contentsOf: url), again == data, lstat(url.path, &now) == 0,
+                    now.st_ino == info.st_ino, now.st_dev == info.st_dev
+                {
+                    try? SecureFile.write(encoded, to: url)
+                }
+            }
+            return settings
+        }
         let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
         let moved = rename(url.path, aside) == 0
         throw CLIError(
@@ -222,6 +247,8 @@ struct Profile: Sendable {
     ///
     /// - Throws: ``CLIError`` when the file cannot be written.
     func save(_ settings: Settings) throws {
+        var settings = settings
+        settings.format = Self.settingsFormat
         let data = try JSONEncoder().encode(settings)
         try SecureFile.write(data, to: settingsURL)
     }

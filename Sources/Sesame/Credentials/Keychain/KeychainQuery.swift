@@ -112,6 +112,10 @@ extension KeychainBackend {
 /// With a `lockDirectory` (for an app and its extensions: a folder in the app group's shared container),
 /// processes sharing the items refresh one at a time through a ``ProfileLock``; without one there is no
 /// cross-process lock, which is right only when a single process uses the items.
+///
+/// An item an earlier release wrote is read and rewritten in the current format in place (a presence-guarded item
+/// at its next write, so the user is not asked twice); one a newer release wrote is left as it is
+/// (``AuthError/Code/storeUnavailable``).
 public struct KeychainTokenStore: TokenStore {
     /// The item's service.
     public let service: String
@@ -173,11 +177,25 @@ public struct KeychainTokenStore: TokenStore {
             // A read of a guarded item that prompted starts the policy's period.
             if presence != nil, !query.reusesAuthentication { lastAuthentication.withLock { $0 = time } }
             guard let data else { return nil }
+            let tokens: TokenSet
+            let format: Int
             do {
-                return try JSONDecoder().decode(TokenSet.self, from: data)
+                (tokens, format) = try StoredFormat.decodeTokens(data, from: "the Keychain item")
+            } catch let error as AuthError {
+                throw error  // a newer release's item: left exactly as it is
             } catch {
                 throw AuthError(.storeCorrupt, "the Keychain item is unreadable; it was left in place")
             }
+            // A guarded item is migrated at its next write instead: reading it again would prompt the user.
+            if format < StoredFormat.tokens, presence == nil {
+                await StoredFormat.migrate(profile: profile, lock: lock) {
+                    var again = self.query(profile: profile)
+                    again.returnsData = true
+                    guard case (.success, let still?) = self.backend.copyData(again), still == data else { return }
+                    try await self.save(tokens, profile: profile)
+                }
+            }
+            return tokens
         case .itemNotFound: return nil
         default: throw Self.error(status, "read")
         }
@@ -185,7 +203,7 @@ public struct KeychainTokenStore: TokenStore {
 
     /// Adds or updates the profile's item.
     public func save(_ tokens: TokenSet, profile: String) async throws {
-        let data = try JSONEncoder().encode(tokens)
+        let data = try StoredFormat.encode(tokens)
         let status = backend.upsert(
             query(profile: profile), data: data, accessibility: accessibility, usesAccessControl: usesAccessControl)
         guard status == .success else { throw Self.error(status, "save") }
