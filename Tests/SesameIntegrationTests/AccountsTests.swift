@@ -122,12 +122,129 @@ import Testing
         _ = try await accounts.session(for: atCLI).forceRefresh()
         // A provider that is not one of the accounts' is refused before anyone is asked to sign in.
         let stranger = OIDCAccounts(provider: cli, tokens: tokens, index: InMemoryAccountIndexStore())
-        await #expect(throws: AuthError.self) { try await stranger.add(signingInWith: alice(second), at: other) }
+        struct NobodyAsked: AuthorizationUserAgent {
+            func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+                Issue.record("the user was asked to sign in at a provider OIDCAccounts does not have")
+                throw AuthError(.cancelled, "no")
+            }
+        }
+        await #expect(throws: AuthError.self) { try await stranger.add(signingInWith: NobodyAsked(), at: other) }
         do {
             _ = try await stranger.session(for: atApp)
             Issue.record("a session without its provider")
         } catch let error as AuthError {
             #expect(error.code == .configuration)
+        }
+    }
+
+    @Test(
+        "hostile stores and upgrades: a failed save lists nothing, a failed delete keeps the account listed, a dropped provider can still be removed"
+    )
+    func failuresKeepTheListTrue() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let store = FailingTokenStore()
+        let index = InMemoryAccountIndexStore()
+        let accounts = OIDCAccounts(provider: provider, tokens: store, index: index)
+        let alice = PasswordAgent(harness: oidc, email: "alice@example.com", password: "correct-horse")
+        // The credentials cannot be saved: the sign-in fails and no account is listed without credentials.
+        await store.fail([.save])
+        await #expect(throws: AuthError.self) { try await accounts.add(signingInWith: alice) }
+        #expect(try await accounts.list().isEmpty)
+        #expect(try await accounts.current() == nil)
+        await store.heal()
+        let account = try await accounts.add(signingInWith: alice)
+        // The credentials cannot be deleted: still listed, so removing it again finishes the job.
+        await store.fail([.delete])
+        let failed = try await accounts.remove(account)
+        #expect(!failed.credentialsRemoved)
+        #expect(try await accounts.list() == [account])
+        await store.heal()
+        #expect(try await accounts.remove(account).credentialsRemoved)
+        #expect(try await accounts.list().isEmpty)
+        await #expect(throws: AuthError.self) { try await accounts.remove(account) }  // not listed: notSignedIn
+        // An app update dropped the account's provider: removing it deletes its credentials without revocation.
+        let again = try await accounts.add(signingInWith: alice)
+        var otherConfiguration = provider.configuration
+        otherConfiguration = OIDCAuthProvider.Configuration(
+            clientID: "another-client", redirectURI: otherConfiguration.redirectURI, scopes: otherConfiguration.scopes)
+        let updated = OIDCAccounts(
+            provider: OIDCAuthProvider(metadata: provider.metadata, configuration: otherConfiguration),
+            tokens: store, index: index)
+        let removed = try await updated.remove(again)
+        let left = await store.peek(profile: again.profile)
+        #expect(removed.credentialsRemoved && left == nil)
+        if case .notAttempted = removed.revocation {} else { Issue.record("revoked with the wrong client") }
+        // Equality is the identity's: a changed label is the same account.
+        var relabelled = again
+        relabelled.label = "Alice (work)"
+        #expect(relabelled == again && Set([relabelled, again]).count == 1)
+    }
+
+    @Test("adopt: a single-account sign-in (profile default) becomes an account without signing anyone out")
+    func adoptSingleAccount() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let provider = try await oidc.provider()
+        let store = InMemoryTokenStore()
+        let single = OIDCAuth(provider: provider, store: store)
+        try await single.signIn(
+            with: PasswordAgent(harness: oidc, email: "bob@example.com", password: "battery-staple"))
+        let before = try #require(try await store.load(profile: "default"))
+        let accounts = OIDCAccounts(provider: provider, tokens: store, index: InMemoryAccountIndexStore())
+        let bob = try #require(try await accounts.adopt(profile: "default", at: provider))
+        #expect(bob.label == "bob@example.com")
+        #expect(try await accounts.current() == bob)
+        #expect(try await store.load(profile: "default") == nil)
+        #expect(try await store.load(profile: bob.profile) == before)
+        _ = try await accounts.session(for: bob).forceRefresh()
+        #expect(try await accounts.adopt(profile: "default", at: provider) == nil)
+    }
+
+    @Test("a corrupt index is moved aside (the app starts over), a newer one of another shape is left as it is")
+    func indexFiles() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-index-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The folder is created on first save (Application Support does not exist on a fresh iOS install).
+        let url = folder.appendingPathComponent("nested/accounts.json")
+        let store = FileAccountIndexStore(url: url)
+        try await store.save(AccountIndex())
+        #expect(try await store.load() == AccountIndex())
+        try Data("{not json".utf8).write(to: url)
+        await #expect(throws: AuthError.self) { try await store.load() }
+        #expect(try await store.load() == nil)
+        let aside = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
+        #expect(aside.count == 1 && aside[0].hasPrefix("accounts.json.corrupt-"))
+        let newer = Data(#"{"version":2,"accounts":{"by-issuer":{}}}"#.utf8)
+        try newer.write(to: url)
+        do {
+            _ = try await store.load()
+            Issue.record("a newer index was read")
+        } catch let error as AuthError {
+            #expect(error.code == .storeUnavailable)
+        }
+        #expect(try Data(contentsOf: url) == newer)
+    }
+
+    @Test("AccountsState follows the new session of an account removed and added again")
+    @MainActor
+    func stateFollowsReaddedAccount() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let accounts = OIDCAccounts(
+            provider: try await oidc.provider(), tokens: InMemoryTokenStore(), index: InMemoryAccountIndexStore())
+        let state = AccountsState(accounts: accounts)
+        let agent = PasswordAgent(harness: oidc, email: "alice@example.com", password: "correct-horse")
+        let alice = try await state.add(signingInWith: agent)
+        #expect(state.current == alice)
+        try await state.remove(alice)
+        #expect(state.current == nil && state.currentState == nil)
+        _ = try await state.add(signingInWith: agent)
+        await state.currentState?.reload()
+        guard case .signedIn? = state.currentState?.status else {
+            Issue.record("follows the removed session: \(String(describing: state.currentState?.status))")
+            return
         }
     }
 
@@ -158,7 +275,7 @@ import Testing
         }
     }
 
-    @Test("the file index: 0600, round trip, a corrupt file is storeCorrupt and kept")
+    @Test("the file index: 0600, round trip, a corrupt file is storeCorrupt and kept aside")
     func fileIndex() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sesame-accounts-\(UUID().uuidString)")
@@ -176,7 +293,8 @@ import Testing
         #expect(mode == 0o600)
         try Data("{not json".utf8).write(to: file)
         await #expect(throws: AuthError.self) { _ = try await store.load() }
-        #expect(FileManager.default.fileExists(atPath: file.path))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(kept.count == 1 && kept[0].hasPrefix("accounts.json.corrupt-"))
         // Profiles are stable and distinct, and valid profile names.
         let one = Account(issuer: "https://id.example", clientID: "app", subject: "s1")
         #expect(

@@ -42,7 +42,8 @@ import Testing
         #expect(!left.contains { $0.contains("tmp") || $0.contains("corrupt") })
     }
 
-    @Test("file store: while another holder has the profile's lock the file is read but not rewritten; later it is")
+    @Test(
+        "file store: under a held lock (another's, or a refresh's own) the file is read but not rewritten; later it is")
     func fileMigrationWaitsForTheLock() async throws {
         let store = try oldFiles()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -62,8 +63,11 @@ import Testing
         #expect(try json("default.json")["format"] == nil)
         releasing.yield()
         try await holder.value
-        // Inside the store's own exclusive access (as a refresh reads), the holder migrates.
+        // Inside the store's own exclusive access (as a refresh reads, beside its own writes) nothing is rewritten:
+        // the refresh's save writes format 2 anyway.
         _ = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(try json("default.json")["format"] == nil)
+        _ = try await store.load(profile: "default")
         #expect(try json("default.json")["format"] == 2)
     }
 
@@ -78,13 +82,45 @@ import Testing
             _ = try await store.load(profile: "default")
             Issue.record("a newer format was read")
         } catch let error as AuthError {
-            #expect(error.code == .storeUnavailable && error.message.contains("newer release"))
+            #expect(error.code == .storeUnavailable && error.message.contains("format 3"))
         }
         #expect(try Data(contentsOf: url) == newer)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["default.json"])
-        // A malformed format is corrupt (kept aside as any unreadable file).
-        try Data(#"{"format":"two","accessToken":"a","tokenType":"Bearer"}"#.utf8).write(to: url)
-        await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        // A format this release cannot tell is left as it is too, never rewritten nor moved.
+        for format in [#""two""#, "2.5", "0", "-1", "99999999999999999999", "null"] {
+            let odd = Data(#"{"format":\#(format),"accessToken":"a","tokenType":"Bearer"}"#.utf8)
+            try odd.write(to: url)
+            do {
+                _ = try await store.load(profile: "default")
+                Issue.record("format \(format) was read")
+            } catch let error as AuthError {
+                #expect(error.code == .storeUnavailable && error.reason == "newer_format", "\(format)")
+            }
+            #expect(try Data(contentsOf: url) == odd, "\(format)")
+        }
+        // A duplicated member is no format at all (Foundation would let the last win): corrupt, kept aside.
+        try Data(#"{"format":1,"accessToken":"a","tokenType":"Bearer","format":3}"#.utf8).write(to: url)
+        do {
+            _ = try await store.load(profile: "default")
+            Issue.record("a duplicated format was read")
+        } catch let error as AuthError {
+            #expect(error.code == .storeCorrupt)
+        }
+        let kept = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(kept.count == 1 && kept[0].hasPrefix("default.json.corrupt-"))
+    }
+
+    @Test("sign-out over a newer release's credentials deletes nothing it cannot revoke")
+    func signOutKeepsNewer() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("default.json")
+        let newer = Data(#"{"format":3,"accessToken":"a","tokenType":"Bearer","refreshToken":"r"}"#.utf8)
+        try newer.write(to: url)
+        let session = AuthSession(provider: ScriptedProvider(), store: store)
+        let result = await session.signOut()
+        #expect(!result.credentialsRemoved)
+        #expect(try Data(contentsOf: url) == newer)
     }
 
     @Test("what this release writes is format 2, and 0.2.0's reader (TokenSet's own Codable) still reads it")
@@ -98,18 +134,19 @@ import Testing
         #expect(try JSONDecoder().decode(TokenSet.self, from: data) == tokens)
     }
 
-    @Test("DPoP key file: 0.2.0's bare JWK is read and rewritten with sesame_format 2; the key is the same")
-    func dpopKeyMigrates() async throws {
+    @Test("DPoP key file: 0.2.0's bare JWK is read as it is (never rewritten on read); a new key is format 2")
+    func dpopKeyFormats() async throws {
         _ = try oldFiles()
         defer { try? FileManager.default.removeItem(at: directory) }
         let keys = try FileDPoPKeyStore(directory: directory)
-        #expect(try json("oidc.dpop.jwk")["sesame_format"] == nil)
+        let old = try Data(contentsOf: directory.appendingPathComponent("oidc.dpop.jwk"))
         let first = try #require(try await keys.key(profile: "oidc"))
-        #expect(try json("oidc.dpop.jwk")["sesame_format"] == 2)
-        let again = try #require(try await keys.key(profile: "oidc"))
-        #expect(first.thumbprint == again.thumbprint)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("oidc.dpop.jwk")) == old)
         let stored = try #require(try await FileTokenStore(directory: directory).load(profile: "oidc"))
         #expect(stored.dpopKeyThumbprint == first.thumbprint)
+        let created = try await keys.createKey(profile: "next", algorithm: .es256)
+        #expect(try json("next.dpop.jwk")["sesame_format"] == 2)
+        #expect(try await keys.key(profile: "next")?.thumbprint == created.thumbprint)
         // A newer key file is left alone.
         let url = directory.appendingPathComponent("oidc.dpop.jwk")
         var members = try #require(try json("oidc.dpop.jwk").objectValue)
@@ -125,12 +162,20 @@ import Testing
         #expect(try Data(contentsOf: url) == newer)
     }
 
-    @Test(
-        "Keychain: an old item is rewritten in place; a presence-guarded one waits for its next write (no 2nd prompt)")
+    @Test("Keychain: an old item is rewritten in place under its lock; without a lock, or guarded, at its next write")
     func keychainMigrates() async throws {
         let old = try Data(contentsOf: Self.fixtures.appendingPathComponent("default.json"))
         let keychain = InMemoryKeychain()
-        let store = KeychainTokenStore(service: "com.example.app", backend: keychain)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Without a lock directory nothing excludes another process's save: not rewritten on read.
+        let unlocked = KeychainTokenStore(service: "com.example.unlocked", backend: keychain)
+        #expect(
+            keychain.upsert(
+                unlocked.query(profile: "default"), data: old, accessibility: .afterFirstUnlockThisDeviceOnly)
+                == .success)
+        _ = try await unlocked.load(profile: "default")
+        #expect(keychain.item(unlocked.query(profile: "default"))?.data == old)
+        let store = KeychainTokenStore(service: "com.example.app", lockDirectory: directory, backend: keychain)
         #expect(
             keychain.upsert(store.query(profile: "default"), data: old, accessibility: .afterFirstUnlockThisDeviceOnly)
                 == .success)

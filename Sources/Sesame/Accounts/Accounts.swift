@@ -4,7 +4,9 @@ import SesameJOSE
 /// One signed-in account: who (issuer, client and subject — compared byte for byte) and where its credentials are
 /// kept (a profile of its own in the store).
 ///
-/// Its `description` shows the label (an email, when there is one) and the issuer, never a token.
+/// Its `description` shows the label (an email, when there is one) and the issuer, never a token. Equality and
+/// hashing are the identity's (issuer, client, subject), the label aside: a label that changes keeps the account the
+/// same in a `Set` or a SwiftUI `ForEach`.
 public struct Account: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The provider's issuer.
     public let issuer: String
@@ -12,7 +14,8 @@ public struct Account: Sendable, Hashable, Codable, CustomStringConvertible {
     public let clientID: String
     /// The user (`sub`).
     public let subject: String
-    /// For display: the email or name the ID token gave, when it gave one.
+    /// For display: the email or name the ID token gave at the latest sign-in, when it gave one (kept in the index
+    /// in plain text: personal data, though no secret).
     public var label: String?
     /// The store profile of this account's credentials: `acct-` and 22 characters of the SHA-256 of issuer,
     /// client and subject — the same account always lands in the same profile, and two never share one.
@@ -36,6 +39,16 @@ public struct Account: Sendable, Hashable, Codable, CustomStringConvertible {
     public func isSame(as other: Account) -> Bool {
         ByteExact.equals(issuer, other.issuer) && ByteExact.equals(clientID, other.clientID)
             && ByteExact.equals(subject, other.subject)
+    }
+
+    /// The same user of the same client at the same issuer (``isSame(as:)``).
+    public static func == (lhs: Account, rhs: Account) -> Bool { lhs.isSame(as: rhs) }
+
+    /// Hashes the identity (issuer, client, subject).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(issuer)
+        hasher.combine(clientID)
+        hasher.combine(subject)
     }
 
     /// The label (or the subject) and the issuer.
@@ -91,7 +104,12 @@ public actor InMemoryAccountIndexStore: AccountIndexStore {
     public func save(_ index: AccountIndex) async throws { self.index = index }
 }
 
-/// The account index in a 0600 file (written atomically, never through a symbolic link).
+/// The account index in a 0600 file (written atomically, never through a symbolic link; its folder is created 0700
+/// when missing).
+///
+/// An unreadable file is moved aside (`accounts.json.corrupt-TIMESTAMP`) and reported as
+/// ``AuthError/Code/storeCorrupt``; one a newer release wrote (a higher `version`) is left as it is and reported as
+/// ``AuthError/Code/storeUnavailable``.
 public struct FileAccountIndexStore: AccountIndexStore {
     /// The file.
     public let url: URL
@@ -101,21 +119,25 @@ public struct FileAccountIndexStore: AccountIndexStore {
 
     /// Reads the file.
     public func load() async throws -> AccountIndex? {
-        guard let (data, _) = try PrivateFile.read(url.path, limit: 1 << 20) else { return nil }
-        let index: AccountIndex
+        guard let (data, identity) = try PrivateFile.read(url.path, limit: 1 << 20) else { return nil }
+        // The version first: a newer release's index may have another shape, and is not corrupt.
+        if let value = try? JOSEValue.parse(data), let version = value["version"] {
+            _ = try StoredFormat.version(version, at: "the account index \(url.path)", reads: 1)
+        }
         do {
-            index = try JSONDecoder().decode(AccountIndex.self, from: data)
+            return try JSONDecoder().decode(AccountIndex.self, from: data)
         } catch {
-            throw AuthError(.storeCorrupt, "the account index \(url.path) is unreadable; it was left in place")
+            let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
+            guard PrivateFile.renameIfSame(url.path, identity: identity, to: aside) else {
+                throw AuthError(.storeCorrupt, "the account index \(url.path) is unreadable; it was left in place")
+            }
+            throw AuthError(.storeCorrupt, "the account index \(url.path) was unreadable; it was moved to \(aside)")
         }
-        guard index.version <= 1 else {
-            throw StoredFormat.newer("the account index \(url.path)", found: index.version, reads: 1)
-        }
-        return index
     }
 
     /// Writes the file.
     public func save(_ index: AccountIndex) async throws {
+        try SecureDirectory.prepare(url.deletingLastPathComponent())
         try PrivateFile.write(try JSONEncoder().encode(index), to: url)
     }
 }
@@ -129,9 +151,13 @@ public struct FileAccountIndexStore: AccountIndexStore {
 ///     providers: [workProvider, personalProvider], tokens: KeychainTokenStore.keychain(service: "com.example.app"),
 ///     index: FileAccountIndexStore(url: supportFolder.appendingPathComponent("accounts.json")))
 /// let work = try await accounts.add(signingInWith: agent, at: workProvider)   // becomes the current account
+/// let personal = try await accounts.add(signingInWith: agent, at: personalProvider)
 /// let api = AuthorizedClient(session: try await accounts.session(for: work), baseURL: apiBase)
-/// try await accounts.switchTo(personal)
+/// try await accounts.switchTo(work)
 /// ```
+///
+/// A session of an account is an ``AuthSession``: for UserInfo, step-up or RP-initiated logout of one account,
+/// make an ``OIDCAuth`` over the same store and profile (`OIDCAuth(provider:store:profile:)`).
 public actor OIDCAccounts {
     /// The providers accounts sign in with (an issuer and a client each); the first is the default.
     public nonisolated let providers: [OIDCAuthProvider]
@@ -200,9 +226,13 @@ public actor OIDCAccounts {
     /// is one already listed (the same issuer, client and subject), signs that one in again; either way it becomes
     /// the current account.
     ///
+    /// The index is changed first, then the credentials saved; when saving them fails, an account this call added
+    /// is taken out of the index again.
+    ///
     /// - Returns: the account.
-    /// - Throws: the sign-in's ``AuthError``s; ``AuthError/Code/invalidResponse`` when the provider gave no ID
-    ///   token (an account is known by its `sub`); the stores' errors.
+    /// - Throws: ``AuthError/Code/configuration`` for a provider that is not one of ``providers`` (before anyone is
+    ///   asked to sign in); the sign-in's ``AuthError``s; ``AuthError/Code/invalidResponse`` when the provider gave
+    ///   no ID token (an account is known by its `sub`); the stores' errors.
     @discardableResult
     public func add(
         signingInWith agent: some AuthorizationUserAgent, at provider: OIDCAuthProvider? = nil,
@@ -210,11 +240,20 @@ public actor OIDCAccounts {
     )
         async throws -> Account
     {
-        let provider = provider ?? providers[0]
-        // Its accounts' sessions must find it again: it has to be one of the providers (by issuer and client).
-        _ = try self.provider(
-            for: Account(
-                issuer: provider.metadata.issuer ?? "", clientID: provider.configuration.clientID, subject: ""))
+        // Its accounts' sessions must find it again: the sign-in uses the very provider they will (the first of
+        // `providers` with its issuer and client), so the credentials fit it (its DPoP key, its endpoints).
+        let given = provider ?? providers[0]
+        guard
+            let provider = providers.first(where: { known in
+                known.metadata.issuer.map { issuer in
+                    given.metadata.issuer.map { ByteExact.equals($0, issuer) } == true
+                } == true && ByteExact.equals(known.configuration.clientID, given.configuration.clientID)
+            })
+        else {
+            throw AuthError(
+                .configuration, "add(signingInWith:at:) was given a provider that is not one of OIDCAccounts' providers"
+            )
+        }
         let pending = try await provider.authorizationRequest(options)
         let redirect = try await agent.authorize(
             url: pending.url, redirectURI: pending.redirectURI, state: pending.state)
@@ -225,18 +264,32 @@ public actor OIDCAccounts {
         var account = Account(
             issuer: issuer, clientID: provider.configuration.clientID, subject: subject,
             label: tokens.user?.email ?? tokens.user?.claims?["name"]?.stringValue)
-        try await session(for: account).signIn(with: tokens)
         let added = account
-        account = try await updatingIndex { stored in
+        let (listed, wasNew) = try await updatingIndex { stored in
             var account = added
             if let position = stored.accounts.firstIndex(where: { $0.isSame(as: account) }) {
                 account.label = account.label ?? stored.accounts[position].label
                 stored.accounts[position] = account
-            } else {
-                stored.accounts.append(account)
+                stored.current = account.profile
+                return (account, false)
             }
+            stored.accounts.append(account)
             stored.current = account.profile
-            return account
+            return (account, true)
+        }
+        account = listed
+        do {
+            try await session(for: account).signIn(with: tokens)
+        } catch {
+            // Nothing would list credentials saved under no account, nor should the list show one never saved.
+            if wasNew {
+                let failed = account
+                _ = try? await updatingIndex { stored in
+                    stored.accounts.removeAll { $0.isSame(as: failed) }
+                    if stored.current == failed.profile { stored.current = stored.accounts.first?.profile }
+                }
+            }
+            throw error
         }
         SesameLog.log(.info, .session, "account \(public: account.profile) added; it is the current one")
         return account
@@ -268,20 +321,76 @@ public actor OIDCAccounts {
         }
     }
 
-    /// Signs `account` out (revoking at the provider) and removes it; the other accounts are untouched.
+    /// Signs `account` out (revoking at its provider) and removes it; the other accounts are untouched.
     ///
-    /// When it was current, the first remaining account becomes current.
+    /// When it was current, the first remaining account becomes current. An account whose provider is no longer
+    /// among ``providers`` (an app update dropped it) has its credentials deleted without revocation. When the
+    /// credentials could not be deleted (``AuthSession/SignOutResult/credentialsRemoved`` false), the account stays
+    /// listed, so that removing it again finishes the job.
     ///
     /// - Returns: what the sign-out managed.
-    /// - Throws: the index store's errors.
+    /// - Throws: ``AuthError/Code/notSignedIn`` for an account that is not listed; the index store's errors.
     @discardableResult
     public func remove(_ account: Account) async throws -> AuthSession.SignOutResult {
-        let result = try await session(for: account).signOut(revoke: true)
+        guard try await list().contains(where: { $0.isSame(as: account) }) else {
+            throw AuthError(.notSignedIn, "\(account) is not one of the signed-in accounts")
+        }
+        let result: AuthSession.SignOutResult
+        if let session = try? session(for: account) {
+            result = await session.signOut(revoke: true)
+        } else {
+            let tokens = self.tokens
+            let deleted =
+                (try? await tokens.withExclusiveAccess(profile: account.profile) {
+                    try await tokens.delete(profile: account.profile)
+                }) != nil
+            result = AuthSession.SignOutResult(
+                revocation: .notAttempted, credentialsRemoved: deleted, wasSignedIn: true)
+        }
+        guard result.credentialsRemoved else { return result }
         sessions[account.profile] = nil
         try await updatingIndex { stored in
             stored.accounts.removeAll { $0.isSame(as: account) }
             if stored.current == account.profile { stored.current = stored.accounts.first?.profile }
         }
         return result
+    }
+
+    /// Makes the credentials a single-account sign-in kept under `profile` (``OIDCAuth``'s `"default"`, say) an
+    /// account signed in at `provider`: moved to the account's own profile and listed — the way from one account to
+    /// several without signing anyone out.
+    ///
+    /// - Returns: the account, or nil when `profile` holds no credentials.
+    /// - Throws: ``AuthError/Code/configuration`` for a provider that is not one of ``providers``;
+    ///   ``AuthError/Code/invalidResponse`` when the credentials name no user (`sub`); the stores' errors.
+    @discardableResult
+    public func adopt(profile: String, at provider: OIDCAuthProvider) async throws -> Account? {
+        guard let issuer = provider.metadata.issuer else {
+            throw AuthError(.configuration, "adopt(profile:at:) needs a provider with an issuer")
+        }
+        let probe = Account(issuer: issuer, clientID: provider.configuration.clientID, subject: "")
+        _ = try self.provider(for: probe)
+        let tokens = self.tokens
+        let clientID = provider.configuration.clientID
+        // All under the old profile's lock, so no refresh there can rotate what is being moved. Copied first, then
+        // listed, then the old profile deleted: a crash in between leaves a copy, never none.
+        let account = try await tokens.withExclusiveAccess(profile: profile) { () async throws -> Account? in
+            guard let stored = try await tokens.load(profile: profile) else { return nil }
+            guard let subject = stored.user?.id, !subject.isEmpty else {
+                throw AuthError(.invalidResponse, "the credentials of profile \(profile) name no user")
+            }
+            let account = Account(issuer: issuer, clientID: clientID, subject: subject, label: stored.user?.email)
+            try await tokens.withExclusiveAccess(profile: account.profile) {
+                try await tokens.save(stored, profile: account.profile)
+            }
+            return account
+        }
+        guard let account else { return nil }
+        _ = try await updatingIndex { index in
+            if !index.accounts.contains(where: { $0.isSame(as: account) }) { index.accounts.append(account) }
+            index.current = index.current ?? account.profile
+        }
+        try await tokens.withExclusiveAccess(profile: profile) { try await tokens.delete(profile: profile) }
+        return account
     }
 }

@@ -148,13 +148,11 @@ public struct KeychainDPoPKeyStore: DPoPKeyStore {
         case .itemNotFound: return nil
         default: throw KeychainTokenStore.error(status, "read the DPoP key")
         }
-        guard let data, let item = try? JSONDecoder().decode(Item.self, from: data), item.version >= 1 else {
-            throw AuthError(.storeCorrupt, "the DPoP key's Keychain item is unreadable; it was left in place")
-        }
-        // Format 1 is this release's (StoredFormat); a newer release's item is left as it is.
-        guard item.version == 1 else {
-            throw StoredFormat.newer("the DPoP key's Keychain item", found: item.version, reads: 1)
-        }
+        let corrupt = AuthError(.storeCorrupt, "the DPoP key's Keychain item is unreadable; it was left in place")
+        guard let data, let value = try? JOSEValue.parse(data) else { throw corrupt }
+        // The version first (1 is this release's): a newer release's item, of whatever shape, is left as it is.
+        _ = try StoredFormat.version(value["version"] ?? .integer(0), at: "the DPoP key's Keychain item", reads: 1)
+        guard let item = try? JSONDecoder().decode(Item.self, from: data) else { throw corrupt }
         switch item.kind {
         case "secure-enclave":
             guard let handle = item.handle else {

@@ -9,8 +9,8 @@ public import SesameJOSE
 /// file that others can read, that is not a regular file of this user, or that holds no private key is
 /// ``AuthError/Code/storeCorrupt`` and is left in place: never "no key", which would orphan the stored tokens, and
 /// never used. A symbolic link is never followed; a FIFO in its place does not hang the reader. A key file an
-/// earlier release wrote (a bare JWK) is read and rewritten in the current format in place; one a newer release
-/// wrote is left as it is (``AuthError/Code/storeUnavailable``).
+/// earlier release wrote (a bare JWK) is read as it is (the next key is written in the current format); one a newer
+/// release wrote is left as it is (``AuthError/Code/storeUnavailable``).
 public struct FileDPoPKeyStore: DPoPKeyStore {
     /// The folder holding the key files.
     public let directory: URL
@@ -45,18 +45,11 @@ public struct FileDPoPKeyStore: DPoPKeyStore {
         let corrupt = AuthError(
             .storeCorrupt, "\(url.path) holds no private DPoP key; it is kept: fix or delete it, or sign in again")
         guard let value = try? JOSEValue.parse(read.data) else { throw corrupt }
-        let format = try StoredFormat.keyFileFormat(value, at: url.path)
+        // Format 1 (a bare JWK) and 2 read alike; a key file is never rewritten on read, since nothing locks it
+        // against a sign-in replacing it: the next key is written in the current format.
+        _ = try StoredFormat.keyFileFormat(value, at: url.path)
         guard let key = try? JWK(value: value), key.isPrivate, let signer = try? DPoPSigner(key: key) else {
             throw corrupt
-        }
-        if format < StoredFormat.dpopKeyFile {
-            await StoredFormat.migrate(profile: profile, lock: nil) {
-                guard let again = try PrivateFile.read(url.path, limit: 64 * 1024, exposure: .refuse),
-                    again.data == read.data, again.identity.device == read.identity.device,
-                    again.identity.inode == read.identity.inode
-                else { return }
-                try PrivateFile.write(StoredFormat.keyFile(key), to: url)
-            }
         }
         return signer
     }

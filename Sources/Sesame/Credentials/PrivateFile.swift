@@ -110,6 +110,19 @@ package enum PrivateFile {
         }
     }
 
+    /// Renames `path` to `target` only if it is still the file `identity` names (another process may have replaced
+    /// it since it was read).
+    ///
+    /// - Returns: whether it was renamed.
+    package static func renameIfSame(_ path: String, identity: (device: UInt64, inode: UInt64), to target: String)
+        -> Bool
+    {
+        var now = stat()
+        guard lstat(path, &now) == 0, UInt64(now.st_dev) == identity.device, UInt64(now.st_ino) == identity.inode
+        else { return false }
+        return rename(path, target) == 0
+    }
+
     /// Deletes `url` (no error when it is absent).
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.

@@ -70,11 +70,13 @@ public struct ProfileLock: Sendable {
             pause = min(pause * 2, .milliseconds(20))
         }
         defer { flock(fd, LOCK_UN) }
-        return try await Self.holding(path, body)
+        return try await body()
     }
 
-    /// Runs `body` holding the lock of `profile` if this task holds it already or it is free right now; else
-    /// returns nil at once (for work that may as well wait for a later turn, such as a format migration).
+    /// Runs `body` holding the lock of `profile` if it is free right now; else returns nil at once.
+    ///
+    /// For work that may as well wait for a later turn, such as a format migration. A lock this process holds
+    /// already — through another open file, in this task or any other — is not free.
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable`` when the lock file cannot be opened;
     ///   `body`'s errors.
@@ -84,36 +86,13 @@ public struct ProfileLock: Sendable {
     ) async throws -> Result? {
         try ProfileName.validate(profile)
         let path = directory.appendingPathComponent(profile + ".lock").path
-        if Self.held[path]?.isHeld == true { return try await body() }
         try SecureDirectory.prepare(directory)
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot open the lock file \(path)") }
         defer { close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return nil }
         defer { flock(fd, LOCK_UN) }
-        return try await Self.holding(path, body)
-    }
-
-    /// That a task holds a lock: true from when it is had until it is released (a task started inside and still
-    /// running after the release inherits the task-local value, but sees it released).
-    private final class Holding: @unchecked Sendable {
-        private let state = NSLock()
-        private var held = true
-        var isHeld: Bool { state.withLock { held } }
-        func release() { state.withLock { held = false } }
-    }
-
-    /// The locks the current task holds, by lock file.
-    @TaskLocal private static var held: [String: Holding] = [:]
-
-    private static func holding<Result: Sendable>(
-        _ path: String, _ body: @Sendable () async throws -> Result
-    ) async throws -> Result {
-        let holding = Holding()
-        defer { holding.release() }
-        var now = held
-        now[path] = holding
-        return try await $held.withValue(now) { try await body() }
+        return try await body()
     }
 }
 

@@ -4,26 +4,24 @@ import SesameJOSE
 /// The versions of what Sesame keeps between launches, and the reading of older ones.
 ///
 /// Every stored item says which format it is in. This release reads every format an earlier release wrote and
-/// rewrites it in the current one in place (``migrate(_:)``), so an upgrade never signs anyone out; an item from
-/// a *newer* release is never taken for corrupt — it is left exactly as it is and reported as
-/// ``AuthError/Code/storeUnavailable``, so that going back to an older app loses nothing either.
+/// rewrites credentials in the current one in place (``migrate(profile:lock:_:)``), so an upgrade never signs anyone
+/// out; other items take the current format at their next write. An item from a *newer* release — or with a format
+/// member this release does not understand — is never taken for corrupt: it is left exactly as it is and reported
+/// as ``AuthError/Code/storeUnavailable`` with the reason `newer_format`, so that going back to an older app loses
+/// nothing either.
 ///
 /// | Item | Format 1 (up to 0.2.0) | Format 2 (this release) |
 /// | --- | --- | --- |
 /// | Credentials (file, keyring, Keychain) | `TokenSet`'s members | the same and `"format": 2` |
-/// | DPoP key file | a private JWK | the same and `"sesame_format": 2` (JWKs allow extra members) |
+/// | DPoP key file | a private JWK | the same and `"sesame_format": 2` (JWKs allow extra members), at creation |
 /// | Keychain DPoP key item | `"version": 1` | unchanged |
-/// | Account index | `"version": 1` | unchanged |
-/// | CLI profile settings | no `format` | `"format": 2` |
+/// | Account index | — (new) | `"version": 1` |
+/// | CLI profile settings | no `format` | `"format": 2`, at the next save |
 enum StoredFormat {
     /// The credentials' format this release writes.
     static let tokens = 2
     /// The DPoP key file's format this release writes.
     static let dpopKeyFile = 2
-
-    private struct Marker: Decodable {
-        let format: Int?
-    }
 
     private struct Versioned: Encodable {
         let tokens: TokenSet
@@ -52,18 +50,32 @@ enum StoredFormat {
     /// - Throws: ``AuthError/Code/storeUnavailable`` for a format newer than this release's (left as it is);
     ///   `DecodingError` for data that is no format at all.
     static func decodeTokens(_ data: Data, from place: String) throws -> (tokens: TokenSet, format: Int) {
-        let format = try JSONDecoder().decode(Marker.self, from: data).format ?? 1
-        guard format >= 1 else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "format")) }
-        guard format <= tokens else { throw newer(place, found: format, reads: tokens) }
+        // The strict parser: a duplicated member (a second "format" that Foundation would let win) is no format.
+        let value = try JOSEValue.parse(data)
+        let format = try version(value["format"], at: place, reads: tokens)
         return (try JSONDecoder().decode(TokenSet.self, from: data), format)
     }
 
-    /// The error for an item a newer release wrote.
-    static func newer(_ place: String, found: Int, reads: Int) -> AuthError {
-        AuthError(
+    /// The format a version member names: 1 when absent, the number when it is a whole number this release reads.
+    ///
+    /// - Throws: ``newer(_:found:reads:)`` for a higher number or a member that is not a positive whole number.
+    static func version(_ member: JOSEValue?, at place: String, reads: Int) throws -> Int {
+        guard let member else { return 1 }
+        guard case .integer(let number) = member, number >= 1 else {
+            throw newer(place, found: nil, reads: reads)
+        }
+        guard number <= reads else { throw newer(place, found: Int(clamping: number), reads: reads) }
+        return Int(number)
+    }
+
+    /// The error for an item a newer release wrote (`found`), or whose format this release cannot tell (nil).
+    static func newer(_ place: String, found: Int?, reads: Int) -> AuthError {
+        var error = AuthError(
             .storeUnavailable,
-            "\(place) was written by a newer release of Sesame (format \(found); this one reads up to \(reads)); "
-                + "it is left as it is: update the app to use it")
+            "\(place) was written in \(found.map { "format \($0)" } ?? "a format this release does not know") (this "
+                + "one reads up to format \(reads)); it is left as it is: update the app to use it")
+        error.reason = "newer_format"
+        return error
     }
 
     /// A DPoP key file's bytes in the current format.
@@ -77,31 +89,24 @@ enum StoredFormat {
 
     /// The format of a parsed DPoP key file.
     ///
-    /// - Throws: ``AuthError/Code/storeUnavailable`` for a newer format; ``AuthError/Code/storeCorrupt`` for a
-    ///   format member that is not a positive whole number.
+    /// - Throws: ``AuthError/Code/storeUnavailable`` (`newer_format`) for a newer or unknown format.
     static func keyFileFormat(_ value: JOSEValue, at place: String) throws -> Int {
-        guard let member = value["sesame_format"] else { return 1 }
-        guard case .integer(let number) = member, number >= 1, number < 1_000_000 else {
-            throw AuthError(.storeCorrupt, "\(place) has a malformed sesame_format; it is kept")
-        }
-        guard number <= dpopKeyFile else { throw newer(place, found: Int(number), reads: dpopKeyFile) }
-        return Int(number)
+        try version(value["sesame_format"], at: place, reads: dpopKeyFile)
     }
 
     /// Rewrites an item read in an older format, once nothing else can be writing it.
     ///
-    /// `rewrite` runs under the profile's cross-process lock (taken only if free right now, or already held by this task) and must check
-    /// that the item still holds what was read. A migration that cannot run now is simply left for the next read
-    /// or write — the item stays readable as it is — and its failure never fails the read.
+    /// `rewrite` runs under the profile's cross-process lock, taken only if it is free right now (so never inside a
+    /// refresh, which holds it), and must check that the item still holds what was read. Without a lock nothing is
+    /// rewritten. A migration that cannot run now is left for the
+    /// next read or write (every write is in the current format); the item stays readable, and a failed migration
+    /// never fails the read.
     static func migrate(
         profile: String, lock: ProfileLock?, _ rewrite: @Sendable () async throws -> Void
     ) async {
+        guard let lock else { return }
         do {
-            if let lock {
-                _ = try await lock.withLockIfFree(profile: profile, rewrite)
-            } else {
-                try await rewrite()
-            }
+            _ = try await lock.withLockIfFree(profile: profile, rewrite)
         } catch {
             SesameLog.log(
                 .debug, .session, "migrating profile \(public: profile) to the current format is left for later")

@@ -93,17 +93,20 @@ public struct NativeSSOStore: Sendable {
     ///
     /// - Throws: the store's ``AuthError``s.
     public func save(_ shared: SharedSignIn) async throws {
-        try await store.save(
-            TokenSet(
-                accessToken: "", tokenType: "N_A", idToken: shared.idToken,
-                user: TokenSet.User(id: shared.subject), deviceSecret: shared.deviceSecret),
-            profile: profile)
+        let (store, profile) = (self.store, self.profile)
+        let entry = TokenSet(
+            accessToken: "", tokenType: "N_A", idToken: shared.idToken, user: TokenSet.User(id: shared.subject),
+            deviceSecret: shared.deviceSecret)
+        try await store.withExclusiveAccess(profile: profile) { try await store.save(entry, profile: profile) }
     }
 
     /// Forgets the shared sign-in.
     ///
     /// - Throws: the store's ``AuthError``s.
-    public func forget() async throws { try await store.delete(profile: profile) }
+    public func forget() async throws {
+        let (store, profile) = (self.store, self.profile)
+        try await store.withExclusiveAccess(profile: profile) { try await store.delete(profile: profile) }
+    }
 }
 
 extension OIDCAuthProvider {

@@ -241,7 +241,14 @@ public actor AuthSession {
         var removed = true
         do {
             let stored = try await store.withExclusiveAccess(profile: profile) { () async throws -> TokenSet? in
-                let stored = try? await store.load(profile: profile)
+                let stored: TokenSet?
+                do {
+                    stored = try await store.load(profile: profile)
+                } catch let error as AuthError where error.reason == "newer_format" {
+                    throw error  // a newer release's credentials: neither deleted unrevoked nor read
+                } catch {
+                    stored = nil  // unreadable: deleted all the same (the store kept a corrupt one aside)
+                }
                 try await store.delete(profile: profile)
                 return stored
             }

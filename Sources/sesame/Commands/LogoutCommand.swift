@@ -37,12 +37,14 @@ struct LogoutCommand: SesameCommand {
         let settings: Profile.Settings?
         do {
             settings = try profile.settings()
-        } catch let error as CLIError {
+        } catch let error as CLIError where error.code == "profile_corrupt" {
             // A corrupt profile is always cleared: it was moved aside; remove any credentials it may have left.
+            // (Anything else — a newer sesame's profile, an unsafe folder — is reported and touches nothing.)
             FileHandle.standardError.write(Data("warning: \(PrintableText.sanitized(error.message))\n".utf8))
+            let name = profile.name
             for kind in StoreKind.allCases {
                 if let store = try? profile.store(kind, forNewSession: false) {
-                    try? await store.delete(profile: profile.name)
+                    _ = try? await store.withExclusiveAccess(profile: name) { try await store.delete(profile: name) }
                 }
             }
             FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))

@@ -201,24 +201,19 @@ struct Profile: Sendable {
                 message: "refusing \(url.path): not a small regular file of this user, or writable by others")
         }
         let data = handle.readDataToEndOfFile()
-        if var settings = try? JSONDecoder().decode(Settings.self, from: data) {
-            let format = settings.format ?? 1
-            guard format <= Self.settingsFormat else {
+        // The format first (strictly parsed: a duplicated member is no format): a newer sesame's file, of whatever
+        // shape, is left as it is. Format 1 (0.2.0) reads as format 2 and takes it at the next save.
+        if let value = try? JOSEValue.parse(data), let format = value["format"] {
+            guard case .integer(let number) = format, (1...Int64(Self.settingsFormat)).contains(number) else {
                 throw CLIError(
                     status: .failure, code: "profile_newer",
-                    message: "\(url.path) was written by a newer sesame (format \(format); this one reads up to "
-                        + "\(Self.settingsFormat)); it is left as it is: update sesame to use it")
+                    message:
+                        "\(url.path) was written by a newer sesame (format \(PrintableText.sanitized(String(decoding: format.jsonBytes, as: UTF8.self), limit: 20))); "
+                        + "this one reads up to \(Self.settingsFormat)); it is left as it is: update sesame to use it")
             }
+        }
+        if var settings = try? JSONDecoder().decode(Settings.self, from: data) {
             settings.format = Self.settingsFormat
-            // In place, and only over the very file that was read, still holding the same bytes.
-            if format < Self.settingsFormat, let encoded = try? JSONEncoder().encode(settings) {
-                var now = stat()
-                if let again = try? Data(contentsOf: url), again == data, lstat(url.path, &now) == 0,
-                    now.st_ino == info.st_ino, now.st_dev == info.st_dev
-                {
-                    try? SecureFile.write(encoded, to: url)
-                }
-            }
             return settings
         }
         let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
@@ -301,7 +296,8 @@ struct Profile: Sendable {
     func forgetCredentials(in previous: Settings?, nowIn kind: StoreKind) async {
         guard let previous, previous.store != kind, let old = try? store(previous.store, forNewSession: false)
         else { return }
-        try? await old.delete(profile: name)
+        let name = self.name
+        _ = try? await old.withExclusiveAccess(profile: name) { try await old.delete(profile: name) }
     }
 }
 

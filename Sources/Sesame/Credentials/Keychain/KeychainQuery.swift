@@ -113,9 +113,9 @@ extension KeychainBackend {
 /// processes sharing the items refresh one at a time through a ``ProfileLock``; without one there is no
 /// cross-process lock, which is right only when a single process uses the items.
 ///
-/// An item an earlier release wrote is read and rewritten in the current format in place (a presence-guarded item
-/// at its next write, so the user is not asked twice); one a newer release wrote is left as it is
-/// (``AuthError/Code/storeUnavailable``).
+/// An item an earlier release wrote is read and rewritten in the current format in place when the store has a lock
+/// directory (else, and for a presence-guarded item so the user is not asked twice, at its next write); one a newer
+/// release wrote is left as it is (``AuthError/Code/storeUnavailable``).
 public struct KeychainTokenStore: TokenStore {
     /// The item's service.
     public let service: String
