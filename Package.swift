@@ -91,7 +91,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "sesame",
-            dependencies: ["Sesame", "SesameJOSE", "SesameLoopback", "SesameDevServer"],
+            dependencies: ["Sesame", "SesameJOSE", "SesameLoopback", "SesameDevServer", "SesameTesting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import SesameJOSE
 import Testing
 
 /// `sesame jwt …`, `sesame jwk generate` and `sesame demo`, run as a user would run them.
@@ -158,11 +159,54 @@ import Testing
         }
     }
 
-    @Test("sesame demo runs every check and exits 0")
+    @Test("sesame demo runs every step of the product and exits 0; no colour off a terminal; no whole secret shown")
     func demo() throws {
         let result = try CLIRunner.run(["demo"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("Demo complete"))
-        #expect(!result.stdout.contains("✗"))
+        #expect(!result.stdout.contains("✗ ") && !result.stdout.contains("\u{1B}["))
+        for step in ["PKCE", "JWKS", "50 concurrent", "Two processes", "network fails", "DPoP", "stolen", "Sign-out"] {
+            #expect(result.stdout.contains(step), "\(step)")
+        }
+        // Secrets appear as a prefix and a length only: no JWT, no 43-character opaque token.
+        #expect(result.stdout.range(of: #"eyJ[A-Za-z0-9_-]{12,}"#, options: .regularExpression) == nil)
+        #expect(result.stdout.range(of: #"[A-Za-z0-9_-]{40,}"#, options: .regularExpression) == nil)
+    }
+
+    @Test(
+        "sesame demo on a terminal (a pty from script(1)) is in colour, and never with NO_COLOR",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func demoColour() throws {
+        let command = "'\(CLIRunner.binary.path)' demo"
+        let script = URL(fileURLWithPath: "/usr/bin/script")
+        let coloured = try CLIRunner.run(
+            executable: script, ["-qec", command, "/dev/null"], environment: ["NO_COLOR": ""])
+        #expect(coloured.status == 0 && coloured.stdout.contains("\u{1B}[32m✓"), "\(coloured.stdout.suffix(300))")
+        let plain = try CLIRunner.run(
+            executable: script, ["-qec", command, "/dev/null"], environment: ["NO_COLOR": "1"])
+        #expect(plain.status == 0 && plain.stdout.contains("Demo complete") && !plain.stdout.contains("\u{1B}["))
+    }
+
+    @Test("sesame demo --step waits for Enter after each step")
+    func demoSteps() throws {
+        let result = try CLIRunner.run(["demo", "--step"], stdin: String(repeating: "\n", count: 11))
+        #expect(result.status == 0)
+        #expect(result.stdout.components(separatedBy: "(Enter for the next step)").count == 12)
+    }
+
+    @Test("sesame demo --json: one object per step, each held, with its wire and time, then a summary")
+    func demoJSON() throws {
+        let result = try CLIRunner.run(["demo", "--json"], environment: ["NO_COLOR": "1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try result.stdout.split(separator: "\n").map { try JOSEValue.parse(Data($0.utf8)) }
+        let steps = objects.filter { $0["step"] != nil }
+        #expect(steps.count == 11)
+        #expect(steps.allSatisfy { $0["ok"] == true && $0["ms"]?.doubleValue != nil && $0["failure"] == .null })
+        #expect(steps.map { $0["step"] } == (1...11).map { .integer(Int64($0)) })
+        #expect(steps[0]["wire"]?.arrayValue?.contains { $0.stringValue?.contains("POST /token") == true } == true)
+        #expect(
+            steps[3]["notes"]?.arrayValue?.contains { $0.stringValue?.contains("server counted 1") == true } == true)
+        #expect(objects.last?["summary"] == true && objects.last?["passed"] == 11)
+        #expect(result.stdout.range(of: #"eyJ[A-Za-z0-9_-]{12,}"#, options: .regularExpression) == nil)
     }
 }

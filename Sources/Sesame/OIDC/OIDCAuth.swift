@@ -248,7 +248,8 @@ public final class OIDCAuth: Sendable {
         return await session.signOut(revoke: true)
     }
 
-    /// A client for an API that takes these credentials: `baseURL`'s origin and `additionalOrigins` only.
+    /// A client for an API that takes these credentials: `baseURL`'s origin and `additionalOrigins` only, over the
+    /// provider's transport.
     ///
     /// With a DPoP key (``OIDCAuthProvider/Configuration/usesDPoP``) the client proves it on every request. With
     /// `agent`, a resource's step-up challenge (RFC 9470) is met by ``stepUp(_:with:)`` through it and the call
@@ -260,8 +261,10 @@ public final class OIDCAuth: Sendable {
         if let agent {
             handler = { [self] challenge in _ = try await self.stepUp(challenge, with: agent) }
         }
+        // The provider's transport: whatever the app gave `configure` (pinning, a proxy) carries its API calls too.
         return AuthorizedClient(
-            session: session, baseURL: baseURL, additionalOrigins: additionalOrigins, stepUp: handler)
+            session: session, baseURL: baseURL, additionalOrigins: additionalOrigins, transport: provider.transport,
+            stepUp: handler)
     }
 
 }
