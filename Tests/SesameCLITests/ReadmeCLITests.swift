@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// Runs the README's CLI walk-through exactly as written, in a fresh folder, so that it cannot rot.
+/// Runs the docs' CLI walk-throughs (the articles "Command line and Linux" and "Running the dev server") exactly as
+/// written, in a fresh folder, so that they cannot rot.
 @Suite struct ReadmeCLITests {
     static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("README.md")
@@ -18,7 +19,7 @@ import Testing
 
     /// Runs `block` with bash in a fresh folder, `sesame` aliased to the clone's binary.
     static func run(_ block: String, in folder: URL) throws -> (status: Int32, stdout: String, stderr: String) {
-        // The README's alias line, with the clone's binary: `alias sesame="$PWD/.build/debug/sesame"`.
+        // The article's alias line, with the clone's binary: `alias sesame="$PWD/.build/debug/sesame"`.
         let script = """
             set -e
             alias sesame='\(CLIRunner.binary.path)'
@@ -44,22 +45,25 @@ import Testing
         return (process.terminationStatus, stdout, stderr)
     }
 
-    @Test("README: the CLI walk-through runs top to bottom in a fresh folder (the alias as the README defines it)")
+    @Test(
+        "Command line and Linux: the CLI walk-through runs top to bottom in a fresh folder (the alias as the article defines it)"
+    )
     func walkthroughRuns() throws {
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (status, stdout, stderr) = try Self.run(try Self.walkthrough(), in: folder)
+        let (status, stdout, stderr) = try Self.run(try Self.walkthrough(in: Self.commandLineArticle), in: folder)
         #expect(status == 0, "\(stderr)")
         #expect(stdout.contains("alice@example.com") && stdout.contains("\"sub\"") && stdout.contains("\"aud\""))
         #expect(stderr.contains("signed in as alice@example.com") && stderr.contains("signed out"))
         try Self.expectWritten(["dev.sqlite", "serve.log", "key.json", "jwks.json", "token.txt"], in: folder)
     }
 
-    @Test("README: the OpenID Connect provider walk-through runs as written")
+    @Test("Running the dev server: the OpenID Connect provider walk-through runs as written")
     func oidcWalkthroughRuns() throws {
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (status, stdout, stderr) = try Self.run(try Self.walkthrough("oidc-walkthrough"), in: folder)
+        let (status, stdout, stderr) = try Self.run(
+            try Self.walkthrough("oidc-walkthrough", in: Self.devServerArticle), in: folder)
         #expect(status == 0, "\(stderr)")
         #expect(stdout.contains("\"role\": \"admin\"") && stdout.contains("\"user_code\""))
         let discovery = try String(contentsOf: folder.appendingPathComponent("discovery.json"), encoding: .utf8)
@@ -72,6 +76,8 @@ import Testing
 
     static let devServerArticle = readme.deletingLastPathComponent().appendingPathComponent(
         "Sources/Sesame/Sesame.docc/RunningTheDevServer.md")
+    static let commandLineArticle = readme.deletingLastPathComponent().appendingPathComponent(
+        "Sources/Sesame/Sesame.docc/CommandLineAndLinux.md")
 
     @Test("Running the dev server: the configuration-file walk-through runs as written and does what it says")
     func devServerWalkthroughRuns() throws {

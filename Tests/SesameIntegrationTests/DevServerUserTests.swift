@@ -85,6 +85,25 @@ import Testing
         }
     }
 
+    @Test("README: the dev server in your tests, verbatim")
+    func readmeSnippet() async throws {
+        // README, verbatim:
+        var configuration = DevServer.Configuration()
+        configuration.users = [("alice@example.com", "correct-horse")]
+        configuration.passwordIterations = 1000  // fast tests; the default is 600,000
+        let server = try DevServer(configuration: configuration)
+        let issuer = try server.start()  // http://127.0.0.1:PORT, SQLite in memory
+        defer { server.stop() }
+
+        let auth = try await OIDCAuth.configure(
+            issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
+            store: InMemoryTokenStore())
+        try await auth.signIn(with: DevServerUser(email: "alice@example.com", password: "correct-horse"))
+        let email = try await auth.userInfo()["email"]  // "alice@example.com"
+
+        #expect(email == "alice@example.com")
+    }
+
     static func configuration() -> DevServer.Configuration {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000

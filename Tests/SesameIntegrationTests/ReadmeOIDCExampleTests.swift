@@ -6,7 +6,7 @@ import SesameTestSupport
 import SesameTesting
 import Testing
 
-/// Keeps the README's OpenID Connect example compiling and true, against the dev server (a form-posting agent
+/// Keeps the README's and the articles' OpenID Connect examples compiling and true, against the dev server (a form-posting agent
 /// stands in for the browser sheet).
 @Suite struct ReadmeOIDCExampleTests {
     @Test("README: signing in with OpenID Connect")
@@ -35,7 +35,7 @@ import Testing
         await #expect(throws: AuthError.self) { try await signIn.accessToken() }
     }
 
-    @Test("README: DPoP with a key store")
+    @Test("The DPoP article: DPoP with a key store")
     func readmeDPoPExample() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
@@ -43,7 +43,7 @@ import Testing
         let issuer = oidc.issuer.absoluteString
         let apiURL = oidc.issuer
 
-        // README, verbatim but for the issuer, client, redirect URI, API URL and the Apple-only stores
+        // The DPoP article, verbatim but for the issuer, client, redirect URI, API URL and the Apple-only stores
         // (the portable KeychainTokenStore / KeychainDPoPKeyStore over an in-memory Keychain and an emulated enclave):
         // swift-format-ignore: NeverForceUnwrap
         let signIn = try await OIDCAuth.configure(
@@ -63,14 +63,14 @@ import Testing
         #expect(try await mine.send(.get("/userinfo")).status == 200)
     }
 
-    @Test("README: a desktop or CLI app (LoopbackUserAgent, FileTokenStore, FileDPoPKeyStore, restore)")
+    @Test("README and Command line and Linux: a desktop or CLI app (LoopbackUserAgent, file stores, restore)")
     func readmeDesktopExample() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
         let issuer = oidc.issuer
         let scratch = ScratchFolder()
         struct Profile: Decodable { let sub: String }
-        // The README's lines, but the folder is a scratch one, the browser a form-posting stand-in, and the clock the
+        // The article's lines (the README's are its first six), but the folder is a scratch one, the browser a form-posting stand-in, and the clock the
         // test's.
         let folder = scratch.url
         let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))  // http://127.0.0.1:PORT/callback
