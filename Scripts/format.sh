@@ -4,7 +4,7 @@
 #   Scripts/format.sh --lint   lint only (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(Package.swift Sources Tests Benchmarks Fuzz Integrations/SesameAlamofire/Package.swift Integrations/SesameAlamofire/Sources Integrations/SesameAlamofire/Tests)
+paths=(Package.swift Sources Tests Benchmarks Fuzz Examples/Package.swift Examples/iOSApp Examples/LinuxCLI Examples/Tests Integrations/SesameAlamofire/Package.swift Integrations/SesameAlamofire/Sources Integrations/SesameAlamofire/Tests)
 if [ "${1:-}" != "--lint" ]; then
     swift format format --in-place --recursive --parallel "${paths[@]}"
 fi
