@@ -13,7 +13,7 @@ enum JOSEBenchmark {
         ])
     }
 
-    static func run(seconds: Double) throws {
+    static func run(seconds: Double, chart: String? = nil) throws {
         let nowDate = Date()
         let now = Int64(nowDate.timeIntervalSince1970)
         let claims = claims(now: now)
@@ -115,11 +115,35 @@ enum JOSEBenchmark {
                 })
         #endif
 
+        var rows: [ChartRow] = []
+        #if canImport(CSesameOpenSSL)
+            rows.append(
+                .init(
+                    label: "RS256 verify (+ claims)", sesame: rsVerify, reference: directRSRate,
+                    referenceName: "libcrypto alone"))
+            rows.append(
+                .init(
+                    label: "ES256 verify (+ claims)", sesame: esVerify, reference: directESRate,
+                    referenceName: "libcrypto alone"))
+            rows.append(
+                .init(
+                    label: "DPoP proof (whole)", sesame: proofRate, reference: rawSign, referenceName: "raw P-256 sign")
+            )
+        #endif
         if let python = pythonDecodeRate(token: rsToken, seconds: seconds) {
             report("python_stdlib_decode_noverify", python)
             report("ratio_decode_sesame_over_python", decode / python)
+            rows.append(
+                .init(
+                    label: "JWT decode (no verify)", sesame: decode, reference: python, referenceName: "Python stdlib"))
         } else {
             print("# python3 not found: no Python reference for decode")
+        }
+        if let chart {
+            try writeChart(
+                title: "Sesame against references measured in the same run",
+                subtitle: "sesame-bench jose, \(seconds) s per measurement, operations per second (higher is better)",
+                rows: rows, to: chart)
         }
     }
 

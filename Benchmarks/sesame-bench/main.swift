@@ -1,7 +1,8 @@
 import Foundation
 
 // sesame-bench: benchmarks that compare Sesame with a reference measured in the same run.
-//   sesame-bench jose     JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard library
+//   sesame-bench jose [--svg FILE]   JOSE verify/sign/decode vs a direct libcrypto loop and Python's standard
+//                         library; --svg also writes a bar chart of Sesame against those references
 //   sesame-bench server   the dev server's GET /me and POST /refresh-token vs the JOSE verify ceiling
 //   sesame-bench oidc     ID-token validation vs raw verification of the same token; code flows per second
 //   sesame-bench session  10,000 concurrent AuthorizedClient requests across a token expiry; added latency; CPU
@@ -11,7 +12,9 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "jose":
     do {
-        try JOSEBenchmark.run(seconds: Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SECONDS"] ?? "") ?? 1.0)
+        let chart = arguments.count == 3 && arguments[1] == "--svg" ? arguments[2] : nil
+        try JOSEBenchmark.run(
+            seconds: Double(ProcessInfo.processInfo.environment["SESAME_BENCH_SECONDS"] ?? "") ?? 1.0, chart: chart)
     } catch {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)

@@ -71,9 +71,17 @@ extension DevServer {
                 return Self.error(400, "invalid_request", "refreshToken is a required string")
             }
             do {
-                switch try store.rotate(token, ttl: configuration.refreshTokenTTL, now: now) {
+                switch try store.rotate(
+                    token, ttl: configuration.refreshTokenTTL, grace: configuration.refreshReuseGrace, now: now)
+                {
                 case .rotated(let user, let next):
                     state.withLock { $0.counters.refreshes += 1 }
+                    return try authResponse(for: user, status: 200, refreshToken: next)
+                case .withinGrace(let user, let next):
+                    state.withLock {
+                        $0.counters.refreshes += 1
+                        $0.counters.reuseGraceRefreshes += 1
+                    }
                     return try authResponse(for: user, status: 200, refreshToken: next)
                 case .reused:
                     state.withLock {

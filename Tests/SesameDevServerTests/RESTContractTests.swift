@@ -161,6 +161,41 @@ struct RunningServer {
         #expect(counters["requests"]?["POST /refresh-token"] == 4)
     }
 
+    @Test("--refresh-reuse-grace on /refresh-token: a lost answer's token comes back for a replacement; one chain")
+    func reuseGrace() async throws {
+        let clock = ManualTimeSource(Date())
+        let running = try RunningServer {
+            $0.refreshReuseGrace = 5
+            $0.clock = { clock.now }
+        }
+        defer { running.server.stop() }
+        let first = try #require(try await running.register("gil@example.com").json?["refreshToken"]?.stringValue)
+        let lost = try #require(try await running.refresh(first).json?["refreshToken"]?.stringValue)  // never arrived
+        clock.advance(by: 2)
+        let again = try await running.refresh(first)
+        let replacement = try #require(again.json?["refreshToken"]?.stringValue)
+        #expect(again.status == 200 && replacement != lost)
+        // Lost twice running: still within the grace and nothing later presented, so a replacement again.
+        let lostAgain = try #require(try await running.refresh(first).json?["refreshToken"]?.stringValue)
+        #expect(lostAgain != replacement)
+        var counters = try await running.counters()
+        #expect(counters["reuseGraceRefreshes"] == 2 && counters["reuseDetections"] == 0)
+        // One chain: the newest works; once it was presented, the original may not come back.
+        #expect(try await running.refresh(lostAgain).status == 200)
+        #expect(try await running.refresh(first).error == "invalid_grant")
+        counters = try await running.counters()
+        #expect(counters["reuseDetections"] == 1)
+        // The family is revoked: the replaced ones are dead too.
+        #expect(try await running.refresh(replacement).error == "invalid_grant")
+
+        // Past the grace, a spent token revokes its family as before.
+        let other = try #require(try await running.login("gil@example.com").json?["refreshToken"]?.stringValue)
+        let next = try #require(try await running.refresh(other).json?["refreshToken"]?.stringValue)
+        clock.advance(by: 6)
+        #expect(try await running.refresh(other).error == "invalid_grant")
+        #expect(try await running.refresh(next).error == "invalid_grant")
+    }
+
     @Test("Refresh tokens expire")
     func refreshExpiry() async throws {
         let clock = ManualTimeSource(Date())

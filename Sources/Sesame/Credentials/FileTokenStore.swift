@@ -100,11 +100,64 @@ public struct FileTokenStore: TokenStore {
 
     /// Holds the profile's ``ProfileLock`` (in this directory) while `body` runs.
     ///
+    /// First, holding it, it recovers a write that a killed process left unfinished: a complete
+    /// `PROFILE.json.tmp-PID-…` whose writer is dead and whose credentials were received after those of the file
+    /// (which must still exist: a sign-out's deletion is never undone) is renamed over it (a refresh killed between the server's rotation and the rename would otherwise leave the store with
+    /// the spent refresh token); incomplete or older ones are deleted.
+    ///
     /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
     public func withExclusiveAccess<Result: Sendable>(
         profile: String,
         _ body: @Sendable () async throws -> Result
     ) async throws -> Result {
-        try await lock.withLock(profile: profile, body)
+        let url = try fileURL(profile)
+        return try await lock.withLock(profile: profile) {
+            Self.recoverUnfinishedWrites(of: url)
+            return try await body()
+        }
+    }
+
+    /// Adopts the newest complete temporary file a dead writer left for `url`, deletes the rest of the dead ones.
+    ///
+    /// Runs under the profile's lock, so no live Sesame writer is between its write and its rename.
+    static func recoverUnfinishedWrites(of url: URL) {
+        let folder = url.deletingLastPathComponent()
+        let prefix = url.lastPathComponent + ".tmp-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        var newest: (path: String, tokens: TokenSet)?
+        for name in names where name.hasPrefix(prefix) {
+            let path = folder.appendingPathComponent(name).path
+            // `PROFILE.json.tmp-PID-RANDOM`: a writer still alive (or a PID we cannot tell) is left alone.
+            let rest = name.dropFirst(prefix.count)
+            guard let pid = Int32(rest.prefix { $0 != "-" }), pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) == 0 || errno == EPERM { continue }
+            guard let (data, _) = try? PrivateFile.read(path, limit: 1 << 20),
+                let (tokens, _) = try? StoredFormat.decodeTokens(data, from: path)
+            else {
+                unlink(path)  // cut short before it was complete: nothing to recover
+                continue
+            }
+            if let current = newest, (current.tokens.receivedAt ?? .distantPast) >= (tokens.receivedAt ?? .distantPast)
+            {
+                unlink(path)
+            } else {
+                if let current = newest { unlink(current.path) }
+                newest = (path, tokens)
+            }
+        }
+        guard let newest else { return }
+        let stored = (try? PrivateFile.read(url.path)).flatMap { $0 }.flatMap {
+            try? StoredFormat.decodeTokens($0.data, from: url.path).tokens
+        }
+        // Only a replacement of credentials still there (never a resurrection after a sign-out deleted them), and
+        // only one received after them.
+        guard let received = newest.tokens.receivedAt, let stored, received > (stored.receivedAt ?? .distantPast)
+        else {
+            unlink(newest.path)
+            return
+        }
+        if rename(newest.path, url.path) == 0 {
+            SesameLog.log(.info, .session, "recovered credentials a killed process had written but not yet renamed")
+        }
     }
 }

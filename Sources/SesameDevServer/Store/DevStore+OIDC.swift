@@ -117,12 +117,14 @@ extension DevStore {
             guard grant.clientID.utf8.elementsEqual(clientID.utf8) else { return .wrongClient }
             if row[10].integer != 0 { return .revoked }
             if let used = row[8].integer, used != 0 {
-                // Within the grace a spent token may come back once (a client that lost the response), not again.
-                if grace > 0, used == 1, let usedAt = row[9].integer, now - usedAt < grace, (row[7].integer ?? 0) > now
+                // Within the grace a spent token may come back while no later token of the grant was presented (a
+                // client that lost the response, once or several times running), never after one was; a successor
+                // spent unseen by such a re-issue (used = 2) never comes back.
+                if grace > 0, used == 1, let usedAt = row[9].integer, now - usedAt < grace, (row[7].integer ?? 0) > now,
+                    try !laterTokenPresented(family: grant.id, after: token)
                 {
-                    // One chain only: the successor issued the first time is spent now (it comes back as reuse,
-                    // revoking the grant), and the new one takes its place.
-                    try database.query("UPDATE refresh_tokens SET used = 2 WHERE hash = ?", [.blob(hash)])
+                    // One chain only: the successors never presented are spent now (they come back as reuse,
+                    // revoking the grant), and the new one takes their place.
                     try database.query(
                         "UPDATE refresh_tokens SET used = 2, used_at = ? WHERE family_id = ? AND used = 0",
                         [.integer(now), .text(grant.id)])
@@ -138,15 +140,16 @@ extension DevStore {
         }
     }
 
-    /// Whether `token` was spent and may not come back (outside the reuse grace, or already once within it).
+    /// Whether `token` was spent and may not come back (outside the reuse grace, spent unseen by a re-issue, or a
+    /// later token of its grant was presented).
     func isSpentBeyondGrace(_ token: String, grace: Int64, now: Int64) throws -> Bool {
         guard
             let row = try database.query(
-                "SELECT used, used_at FROM refresh_tokens WHERE hash = ?", [.blob(Self.hash(token))]
+                "SELECT used, used_at, family_id FROM refresh_tokens WHERE hash = ?", [.blob(Self.hash(token))]
             ).first, let used = row[0].integer, used != 0
         else { return false }
-        guard used == 1, grace > 0, let usedAt = row[1].integer else { return true }
-        return now - usedAt >= grace
+        guard used == 1, grace > 0, let usedAt = row[1].integer, let family = row[2].text else { return true }
+        return try now - usedAt >= grace || laterTokenPresented(family: family, after: token)
     }
 
     /// Whether `token` was used at all (rotated once, within the grace or not).

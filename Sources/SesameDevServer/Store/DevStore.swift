@@ -136,6 +136,8 @@ final class DevStore: Sendable {
 
     enum RefreshOutcome: Sendable {
         case rotated(User, newToken: String)
+        /// A spent token presented again within the reuse grace: a replacement, the first successor spent.
+        case withinGrace(User, newToken: String)
         case unknown
         case expired
         case revoked
@@ -164,13 +166,15 @@ final class DevStore: Sendable {
 
     /// Rotates a refresh token: the presented one is spent, a new one in the same family is returned.
     ///
-    /// A spent
-    /// token presented again revokes the family (RFC 9700 §4.14.2).
-    func rotate(_ token: String, ttl: Int64, now: Int64) throws -> RefreshOutcome {
+    /// A spent token presented again revokes the family (RFC 9700 §4.14.2) — unless `grace` seconds have not passed
+    /// since it was spent and no later token of its family has been presented since (a client that lost the answer,
+    /// once or several times running): then it gets a replacement, and the successors never presented are spent for
+    /// good — shown later, they revoke the family (one chain only, as for OpenID Connect).
+    func rotate(_ token: String, ttl: Int64, grace: Int64 = 0, now: Int64) throws -> RefreshOutcome {
         try database.transaction {
             let rows = try database.query(
                 """
-                SELECT t.family_id, t.expires_at, t.used, f.revoked, f.user_id
+                SELECT t.family_id, t.expires_at, t.used, f.revoked, f.user_id, t.used_at
                 FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
                 WHERE t.hash = ? AND f.client_id IS NULL
                 """, [.blob(Self.hash(token))])
@@ -179,18 +183,45 @@ final class DevStore: Sendable {
             else { return .unknown }
             if revoked != 0 { return .revoked }
             if used != 0 {
+                if grace > 0, used == 1, let usedAt = row[5].integer, now - usedAt < grace, expiresAt > now,
+                    try !laterTokenPresented(family: family, after: token),
+                    let user = try user(id: userID)
+                {
+                    try database.query(
+                        "UPDATE refresh_tokens SET used = 2, used_at = ? WHERE family_id = ? AND used = 0",
+                        [.integer(now), .text(family)])
+                    let next = Self.newRefreshToken()
+                    try database.query(
+                        "INSERT INTO refresh_tokens (hash, family_id, expires_at) VALUES (?, ?, ?)",
+                        [.blob(Self.hash(next)), .text(family), .integer(now + ttl)])
+                    return .withinGrace(user, newToken: next)
+                }
                 try database.query("UPDATE refresh_families SET revoked = 1 WHERE id = ?", [.text(family)])
                 return .reused
             }
             if expiresAt <= now { return .expired }
             guard let user = try user(id: userID) else { return .unknown }
-            try database.query("UPDATE refresh_tokens SET used = 1 WHERE hash = ?", [.blob(Self.hash(token))])
+            try database.query(
+                "UPDATE refresh_tokens SET used = 1, used_at = ? WHERE hash = ?",
+                [.integer(now), .blob(Self.hash(token))])
             let next = Self.newRefreshToken()
             try database.query(
                 "INSERT INTO refresh_tokens (hash, family_id, expires_at) VALUES (?, ?, ?)",
                 [.blob(Self.hash(next)), .text(family), .integer(now + ttl)])
             return .rotated(user, newToken: next)
         }
+    }
+
+    /// Whether a token of `family` issued after `token` (a successor, by insertion order) was presented.
+    ///
+    /// Presented means rotated (`used = 1`). Seconds are too coarse for this: two rotations often fall in one.
+    func laterTokenPresented(family: String, after token: String) throws -> Bool {
+        try database.query(
+            """
+            SELECT 1 FROM refresh_tokens
+            WHERE family_id = ? AND used = 1 AND rowid > (SELECT rowid FROM refresh_tokens WHERE hash = ?) LIMIT 1
+            """, [.text(family), .blob(Self.hash(token))]
+        ).first != nil
     }
 
     /// Ends the session (family) of `token`, whoever presents it.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Crash safety, measured (issue 24): `sesame token --force-refresh` killed with SIGKILL at random moments against
+# `sesame serve` with refresh-token rotation, RUNS times; after each kill the next `sesame token` either works (the
+# session survived) or exits 3 (lost: it presented a refresh token the server had already rotated). Counts sessions
+# lost and files corrupt.
+#   Scripts/kill-refresh.sh [RUNS] [GRACE_SECONDS]     defaults: 200 runs, no reuse grace
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-200}
+grace=${2:-0}
+sesame=$root/.build/debug/sesame
+[ -x "$sesame" ] || (cd "$root" && swift build --product sesame -j 2 >/dev/null)
+work=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$sesame" serve --port "$port" --password-iterations 1000 --refresh-reuse-grace "$grace" \
+    --user alice@example.com:correct-horse >/dev/null 2>"$work/serve.log" &
+server=$!
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/jwks" && break; sleep 0.1; done
+export SESAME_HOME=$work/home SESAME_STORE=file
+login() { echo correct-horse | "$sesame" login --rest "http://127.0.0.1:$port" --email alice@example.com 2>/dev/null; }
+login
+lost=0
+corrupt=0
+killed=0
+for run in $(seq "$runs"); do
+    "$sesame" token --force-refresh --verbose >/dev/null 2>"$work/victim-$run.log" &
+    victim=$!
+    # A random moment within the command's life (it takes 30-40 ms here, the refresh near its end).
+    sleep "0.$(printf '%03d' $((RANDOM % 50)))"
+    if kill -9 "$victim" 2>/dev/null; then killed=$((killed + 1)); fi
+    wait "$victim" 2>/dev/null || true
+    status=0
+    "$sesame" token >/dev/null 2>"$work/err" || status=$?
+    if ls "$SESAME_HOME/credentials" | grep -q corrupt; then
+        corrupt=$((corrupt + 1))
+        rm -f "$SESAME_HOME"/credentials/*corrupt*
+    fi
+    if [ "$status" -ne 0 ]; then
+        lost=$((lost + 1))
+        if [ -n "${KILL_REFRESH_VERBOSE:-}" ]; then
+            echo "run $run: exit $status: $(cat "$work/err")"
+            for log in "$work/victim-$((run - 1)).log" "$work/victim-$run.log"; do [ -f "$log" ] && { echo "== $log"; cat "$log"; }; done
+        fi
+        login
+    fi
+done
+leftover=$(ls "$SESAME_HOME/credentials" | grep -c "tmp-" || true)
+counters=$(curl -sf "http://127.0.0.1:$port/_dev/counters")
+refreshes=$(python3 -c 'import json,sys; c=json.loads(sys.argv[1]); print(c["refreshes"], c["reuseDetections"])' "$counters")
+echo "kill-refresh.sh: $runs runs ($killed killed before they finished), reuse grace ${grace}s: $lost sessions lost," \
+    "$corrupt files corrupt, $leftover temporary files left; server: refreshes and reuse detections: $refreshes"
