@@ -6,11 +6,14 @@ public import Sesame
 /// and hands back the redirect — as ``AuthorizationUserAgent`` — and it approves or denies device codes.
 ///
 /// ```swift
-/// let server = try DevServer(configuration: .init())   // SesameDevServer, in memory, ephemeral port
+/// var configuration = DevServer.Configuration()   // SesameDevServer: in memory, an ephemeral loopback port
+/// configuration.users = [("alice@example.com", "correct-horse")]
+/// let server = try DevServer(configuration: configuration)
 /// let issuer = try server.start()
+/// defer { server.stop() }
 /// let auth = try await OIDCAuth.configure(
 ///     issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
-///     store: InMemoryTokenStore(), allowInsecureHTTP: true)
+///     store: InMemoryTokenStore())
 /// try await auth.signIn(with: DevServerUser(email: "alice@example.com", password: "correct-horse"))
 /// ```
 ///

@@ -91,6 +91,7 @@ import Testing
         var configuration = DevServer.Configuration()
         configuration.users = [("alice@example.com", "correct-horse")]
         configuration.passwordIterations = 1000  // fast tests; the default is 600,000
+        // Your app's own client: configuration.clients = [RegisteredClient(id: "my-app", redirectURIs: ["com.example.app:/oauth"])]
         let server = try DevServer(configuration: configuration)
         let issuer = try server.start()  // http://127.0.0.1:PORT, SQLite in memory
         defer { server.stop() }
@@ -99,7 +100,7 @@ import Testing
             issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
             store: InMemoryTokenStore())
         try await auth.signIn(with: DevServerUser(email: "alice@example.com", password: "correct-horse"))
-        let email = try await auth.userInfo()["email"]  // "alice@example.com"
+        let email = try await auth.userInfo()["email"]?.stringValue  // "alice@example.com"
 
         #expect(email == "alice@example.com")
     }
