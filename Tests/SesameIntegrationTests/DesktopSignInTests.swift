@@ -99,6 +99,30 @@ final class ScratchFolder {
 
 /// `LoopbackUserAgent` and `OIDCAuth` as a desktop or command-line app uses them, against the dev server.
 @Suite struct DesktopSignInTests {
+    @Test(
+        "on a machine with no desktop the system browser fails, and the agent says so (the URL goes to stderr)",
+        .enabled(
+            if: ProcessInfo.processInfo.environment["DISPLAY"] == nil
+                && ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"] == nil))
+    func noBrowser() async throws {
+        let told = AsyncStream.makeStream(of: Void.self)
+        // swift-format-ignore: NeverForceUnwrap
+        LoopbackUserAgent.openInSystemBrowser(URL(string: "http://127.0.0.1:9/authorize")!) {
+            told.continuation.yield()
+        }
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(20))
+            told.continuation.finish()
+        }
+        var failed = false
+        for await _ in told.stream {
+            failed = true
+            break
+        }
+        deadline.cancel()
+        #expect(failed, "xdg-open or open failed unseen: the user would wait with no URL")
+    }
+
     /// An opener that plays the user: the provider's form, then the browser following the redirect to the agent.
     static func user(_ oidc: OIDCTestServer, state override: String? = nil) -> LoopbackUserAgent.Opener {
         .custom { url in

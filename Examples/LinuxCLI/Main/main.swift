@@ -2,9 +2,10 @@ import ExampleCLICore
 import Foundation
 import Sesame
 
-let home =
-    ProcessInfo.processInfo.environment["EXAMPLE_CLI_HOME"].map(URL.init(fileURLWithPath:))
-    ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/example-cli")
+// EXAMPLE_CLI_HOME, else $XDG_CONFIG_HOME/example-cli, else $HOME/.config/example-cli.
+let environment = ProcessInfo.processInfo.environment
+let config = environment["XDG_CONFIG_HOME"] ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+let home = URL(fileURLWithPath: environment["EXAMPLE_CLI_HOME"] ?? config + "/example-cli")
 let cli = ExampleCLI(folder: home)
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -23,5 +24,5 @@ do {
     }
 } catch let error as AuthError {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-    exit(error.requiresReauthentication ? 3 : 1)
+    exit(error.requiresReauthentication ? 3 : error.isTransient ? 4 : 1)  // as sesame's own exit statuses
 }

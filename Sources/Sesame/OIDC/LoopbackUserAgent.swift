@@ -23,7 +23,8 @@ internal import SesameLoopback
 public final class LoopbackUserAgent: AuthorizationUserAgent {
     /// How the authorization URL reaches the user.
     public enum Opener: Sendable {
-        /// The system browser: `xdg-open` on Linux, `open` on macOS (nothing where there is neither).
+        /// The system browser: `xdg-open` on Linux, `open` on macOS. Where there is neither, or it fails (a server,
+        /// an SSH session), the URL is written to standard error instead, so the sign-in never waits unseen.
         case systemBrowser
         /// Your code: print the URL, open an embedded view, post it to a test's browser.
         case custom(@Sendable (URL) async throws -> Void)
@@ -90,7 +91,11 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
         // Expected before the URL is shown, so a fast browser is not refused.
         receiver.expect(state: state)
         switch opener {
-        case .systemBrowser: Self.openInSystemBrowser(url)
+        case .systemBrowser:
+            Self.openInSystemBrowser(url) {
+                FileHandle.standardError.write(
+                    Data("No browser could be opened. Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
+            }
         case .custom(let open): try await open(url)
         }
         do {
@@ -110,21 +115,27 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     /// Stops listening (a sign-in waiting then ends as cancelled).
     public func stop() { receiver.stop() }
 
-    /// `xdg-open` or `open`; quietly nothing where there is neither (show the URL yourself with `.custom`).
-    public static func openInSystemBrowser(_ url: URL) {
+    /// `xdg-open` or `open`; calls `failed` where there is neither, it cannot start, or it exits with an error
+    /// (`xdg-open` on a machine with no desktop does).
+    public static func openInSystemBrowser(_ url: URL, failed: @escaping @Sendable () -> Void = {}) {
         #if os(macOS) || os(Linux)
             #if os(macOS)
                 let opener = "/usr/bin/open"
             #else
                 let opener = "/usr/bin/xdg-open"
             #endif
-            guard FileManager.default.isExecutableFile(atPath: opener) else { return }
+            guard FileManager.default.isExecutableFile(atPath: opener) else { return failed() }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: opener)
             process.arguments = [url.absoluteString]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try? process.run()
+            process.terminationHandler = { finished in
+                if finished.terminationStatus != 0 { failed() }
+            }
+            do { try process.run() } catch { failed() }
+        #else
+            failed()
         #endif
     }
 }

@@ -121,6 +121,10 @@ struct RequestCommand: SesameCommand {
             FileHandle.standardOutput.write(Data((head + "\n").utf8))
         }
         FileHandle.standardOutput.write(response.body)
+        // On a terminal the prompt starts on a line of its own; a pipe gets the body byte for byte.
+        if isatty(STDOUT_FILENO) == 1, let last = response.body.last, last != UInt8(ascii: "\n") {
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        }
         guard response.isSuccess else {
             if let challenge = StepUpChallenge(response) { throw Self.stepUp(challenge, context: context) }
             let transient = response.status >= 500 || response.status == 429
