@@ -59,8 +59,12 @@ extension DevServer {
         ///
         /// Default 3600.
         public var idTokenTTL: Int64 = 3600
-        /// Seconds during which a rotated OIDC refresh token may be presented again without revoking its grant
-        /// (a client that lost the response); 0, the default, revokes on the first reuse.
+        /// Seconds during which a rotated refresh token (REST and OpenID Connect) may be presented again without
+        /// revoking its grant, while no later token of the grant was presented (a client that lost the response,
+        /// once or more); 0, the default, revokes on the first reuse.
+        ///
+        /// A trade: within the grace a thief's use of a spent token is not detected until the victim presents its
+        /// own, later token (which then revokes the grant; there is never a second live chain).
         public var refreshReuseGrace: Int64 = 0
         /// Rotate the signing key when it is this many seconds old (checked as tokens are issued); nil never.
         ///

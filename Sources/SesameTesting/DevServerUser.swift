@@ -27,9 +27,9 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
     private let password: String
     private let transport: any HTTPTransport
     private let oneTimeCode: (@Sendable () async throws -> String)?
-    // @unchecked Sendable: `cookies` is only touched under `lock`.
+    // @unchecked Sendable: `cookies` is only touched under `lock`. Kept per origin, sent only back to it.
     private let lock = NSLock()
-    private var cookies: [String: String] = [:]
+    private var cookies: [String: [String: String]] = [:]
 
     /// A user who signs in as `email` with `password`.
     ///
@@ -74,6 +74,10 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
             }
             let fields = page.hiddenFields()
             let target = page.formAction(relativeTo: url) ?? url
+            // The password goes only to the origin the sign-in started at.
+            guard Self.origin(target) == Self.origin(url) else {
+                throw AuthError(.invalidResponse, "the sign-in page posts to another origin")
+            }
             if page.has(id: "otp") {
                 guard let oneTimeCode else {
                     throw AuthError(.invalidResponse, "the server asks for a one-time code and none was given")
@@ -109,8 +113,12 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
         let page = try await fetch("GET", entry)
         guard page.status == 200 else { throw AuthError(.invalidResponse, "the device page answered \(page.status)") }
         let action = approve ? "approve" : "deny"
+        let target = page.formAction(relativeTo: entry) ?? verificationURI
+        guard Self.origin(target) == Self.origin(entry) else {
+            throw AuthError(.invalidResponse, "the device page posts to another origin")
+        }
         let confirmation = try await fetch(
-            "POST", page.formAction(relativeTo: entry) ?? verificationURI,
+            "POST", target,
             form: page.hiddenFields() + [
                 ("user_code", userCode), ("email", email), ("password", password), ("action", action),
             ])
@@ -167,9 +175,17 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
         }
     }
 
+    /// `scheme://host:port` of `url`.
+    static func origin(_ url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? (url.scheme == "https" ? 443 : 80))"
+    }
+
     private func fetch(_ method: String, _ url: URL, form: [(String, String)]? = nil) async throws -> Page {
         var headers = SesameHTTP.Headers()
-        let jar = lock.withLock { cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } }
+        let origin = Self.origin(url)
+        let jar = lock.withLock {
+            (cookies[origin] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        }
         if !jar.isEmpty { headers["Cookie"] = jar.joined(separator: "; ") }
         var body: Data?
         if let form {
@@ -183,7 +199,7 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
             let name = String(pair[..<equals]).trimmingCharacters(in: .whitespaces)
             let value = String(pair[pair.index(after: equals)...])
             let expired = header.value.lowercased().contains("max-age=0")
-            lock.withLock { cookies[name] = expired || value.isEmpty ? nil : value }
+            lock.withLock { cookies[origin, default: [:]][name] = expired || value.isEmpty ? nil : value }
         }
         return Page(
             status: response.status, location: response.headers["Location"],
@@ -197,7 +213,10 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
     }
 }
 
-extension DevServerUser: CustomStringConvertible {
+extension DevServerUser: CustomStringConvertible, CustomReflectable {
     /// The email only: never the password.
     public var description: String { "DevServerUser(\(email))" }
+
+    /// The email only, for `dump()` and debuggers: never the password or the cookies.
+    public var customMirror: Mirror { Mirror(self, children: ["email": email], displayStyle: .class) }
 }

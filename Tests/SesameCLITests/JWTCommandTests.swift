@@ -187,6 +187,21 @@ import Testing
         #expect(plain.status == 0 && plain.stdout.contains("Demo complete") && !plain.stdout.contains("\u{1B}["))
     }
 
+    @Test("sesame demo --second-process refuses any folder but the demo's own (a real profile's tokens stay home)")
+    func demoSecondProcessRefused() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try CLIRunner.run(["demo", "--second-process", folder.path])
+        #expect(result.status == 2, "\(result.stderr)")
+        // Named like the demo's, but the credentials folder is a link to somewhere else.
+        let lookalike = folder.appendingPathComponent("sesame-demo-x")
+        try FileManager.default.createDirectory(at: lookalike, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: lookalike.path)
+        try FileManager.default.createSymbolicLink(
+            at: lookalike.appendingPathComponent("credentials"), withDestinationURL: folder)
+        #expect(try CLIRunner.run(["demo", "--second-process", lookalike.path]).status == 2)
+    }
+
     @Test("sesame demo --step waits for Enter after each step")
     func demoSteps() throws {
         let result = try CLIRunner.run(["demo", "--step"], stdin: String(repeating: "\n", count: 11))

@@ -21,6 +21,9 @@ import Testing
         let tokens = try await auth.signIn(with: alice)
         #expect(tokens.user?.email == "alice@example.com")
         #expect("\(alice)" == "DevServerUser(alice@example.com)")
+        var dumped = ""
+        dump(alice, to: &dumped)
+        #expect(!dumped.contains("correct-horse") && dumped.contains("alice@example.com"))
         let wrong = DevServerUser(email: "alice@example.com", password: "not-her-password")
         do {
             try await auth.signIn(with: wrong)

@@ -51,6 +51,19 @@ import Testing
         #expect(try leftovers().isEmpty)
     }
 
+    @Test("another profile whose name begins like a temporary file is never taken for one")
+    func otherProfilesUntouched() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dead = try Self.deadPID()
+        let lookalike = "default.json.tmp-\(dead)-1"
+        try await store.save(tokens("alice", receivedAt: 1000), profile: "default")
+        try await store.save(tokens("bob", receivedAt: 2000), profile: lookalike)
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-alice")
+        #expect(try await store.load(profile: lookalike)?.refreshToken == "refresh-bob")
+    }
+
     @Test("never: an older write, a live writer's file, or credentials a sign-out deleted")
     func refuses() async throws {
         let store = try FileTokenStore(directory: directory)

@@ -48,8 +48,11 @@ public struct ExampleCLI: Sendable {
         let tokens = try await auth.signInOnAnotherDevice { authorization, progress in
             if progress == nil { await show(authorization) }
         }
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try JSONEncoder().encode(auth.provider.metadata).write(to: metadataFile)
+        // The provider's endpoints decide where credentials go: 0600 in a 0700 folder, like the credentials.
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try JSONEncoder().encode(auth.provider.metadata).write(to: metadataFile, options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: metadataFile.path)
         output("signed in as \(tokens.user?.email ?? tokens.user?.id ?? "?")")
     }
 

@@ -127,9 +127,13 @@ public struct FileTokenStore: TokenStore {
         var newest: (path: String, tokens: TokenSet)?
         for name in names where name.hasPrefix(prefix) {
             let path = folder.appendingPathComponent(name).path
-            // `PROFILE.json.tmp-PID-RANDOM`: a writer still alive (or a PID we cannot tell) is left alone.
-            let rest = name.dropFirst(prefix.count)
-            guard let pid = Int32(rest.prefix { $0 != "-" }), pid > 0, pid != getpid() else { continue }
+            // Exactly `PROFILE.json.tmp-PID-RANDOM` (digits, a dash, digits): never another profile's files, whose
+            // names may begin the same way. A writer still alive (or a PID we cannot tell) is left alone.
+            let parts = name.dropFirst(prefix.count).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2,
+                parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+                let pid = Int32(parts[0]), pid > 0, pid != getpid()
+            else { continue }
             if kill(pid, 0) == 0 || errno == EPERM { continue }
             guard let (data, _) = try? PrivateFile.read(path, limit: 1 << 20),
                 let (tokens, _) = try? StoredFormat.decodeTokens(data, from: path)

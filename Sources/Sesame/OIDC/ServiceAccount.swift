@@ -167,7 +167,9 @@ public final class ServiceAccount: Sendable {
     /// - Throws: as ``accessToken(forceRefresh:)``.
     public func client(for baseURL: URL, additionalOrigins: [URL] = []) async throws -> AuthorizedClient {
         _ = try await accessToken()
-        return AuthorizedClient(session: session, baseURL: baseURL, additionalOrigins: additionalOrigins)
+        return AuthorizedClient(
+            session: session, baseURL: baseURL, additionalOrigins: additionalOrigins,
+            transport: provider.provider.transport)
     }
 
     /// Revokes the current token at the provider and forgets it.

@@ -217,6 +217,13 @@ struct DemoTour {
         }
     }
 
+    /// Whether `path` is a real folder (not a link) of this user that nobody else may enter.
+    static func isPrivateFolder(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == geteuid()
+            && info.st_mode & 0o077 == 0
+    }
+
     /// Starts `count` copies of this executable as `demo --second-process FOLDER` at once; their token prints.
     static func runSecondProcesses(_ count: Int, folder: URL) async throws -> [String] {
         let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
@@ -245,10 +252,16 @@ struct DemoTour {
     /// One of the demo's other processes: restores the session from the shared store at the demo's time and asks
     /// for a valid token; prints a fingerprint of it (never the token).
     static func secondProcess(folder: URL) async throws {
+        // Only the demo's own scratch folder: this user's, 0700, not a link, named by the demo; its credentials folder
+        // not a link either; and only a loopback issuer — so it can never be pointed at a real profile's tokens.
+        let refused = CLIError(status: .usage, code: "usage", message: "--second-process is the demo's own")
+        guard folder.lastPathComponent.hasPrefix("sesame-demo-"),
+            Self.isPrivateFolder(folder.path), Self.isPrivateFolder(folder.appendingPathComponent("credentials").path)
+        else { throw refused }
         let settings = try JOSEValue.parse(Data(contentsOf: folder.appendingPathComponent("demo.json")))
-        guard let issuer = settings["issuer"]?.stringValue.flatMap(URL.init(string:)),
-            let now = settings["now"]?.doubleValue
-        else { throw CLIError(status: .usage, code: "usage", message: "--second-process is the demo's own") }
+        guard let issuer = settings["issuer"]?.stringValue.flatMap(URL.init(string:)), issuer.scheme == "http",
+            issuer.host == "127.0.0.1", let now = settings["now"]?.doubleValue
+        else { throw refused }
         let auth = try await OIDCAuth.configure(
             issuer: issuer, clientID: clientID, redirectURI: redirectURI,
             store: try FileTokenStore(directory: folder.appendingPathComponent("credentials")),

@@ -43,8 +43,10 @@ final class DemoWire: HTTPTransport, @unchecked Sendable {
         return response
     }
 
-    /// A secret as the demo shows it: its first 6 characters and its length.
-    static func peek(_ secret: String) -> String { "\(secret.prefix(6))…(\(secret.utf8.count))" }
+    /// A secret as the demo shows it: its first 6 characters and its length (a short one, its length only).
+    static func peek(_ secret: String) -> String {
+        secret.utf8.count < 16 ? "…(\(secret.utf8.count))" : "\(secret.prefix(6))…(\(secret.utf8.count))"
+    }
 
     /// Form and query names whose values are not secret.
     static let plain: Set<String> = [
