@@ -107,8 +107,10 @@ import Testing
 
     @Test("withExclusiveAccess excludes: two holders never overlap, even through two store instances")
     func exclusiveAccess() async throws {
-        let first = try FileTokenStore(directory: directory)
-        let second = try FileTokenStore(directory: directory)
+        // A long timeout: on two cores, other suites' blocking work can keep the holders from resuming for a while,
+        // and this test is about exclusion, not about how long a waiter waits.
+        let first = try FileTokenStore(directory: directory, lockTimeout: .seconds(600))
+        let second = try FileTokenStore(directory: directory, lockTimeout: .seconds(600))
         defer { try? FileManager.default.removeItem(at: directory) }
         let overlap = Overlap()
         await withTaskGroup(of: Void.self) { group in

@@ -30,11 +30,15 @@ public struct FileTokenStore: TokenStore {
 
     /// Uses `directory`, creating it with mode 0700 when needed.
     ///
+    /// - Parameters:
+    ///   - directory: the folder of the credentials files.
+    ///   - lockTimeout: how long ``withExclusiveAccess(profile:_:)`` waits for another holder before giving up
+    ///     with ``AuthError/Code/storeUnavailable``.
     /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` when it cannot be created;
     ///   ``AuthError/Code/configuration`` when it belongs to someone else or others can write to it.
-    public init(directory: URL) throws {
+    public init(directory: URL, lockTimeout: Duration = .seconds(30)) throws {
         self.directory = directory
-        lock = ProfileLock(directory: directory)
+        lock = ProfileLock(directory: directory, timeout: lockTimeout)
         try SecureDirectory.prepare(directory)
     }
 

@@ -60,7 +60,7 @@ final class DemoWire: HTTPTransport, @unchecked Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1).map {
                 String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
             }
-            return (parts[0], parts.count > 1 ? parts[1] : "")
+            return (parts.first ?? "", parts.count > 1 ? parts[1] : "")
         }
     }
 
