@@ -4,6 +4,8 @@
 # session survived) or exits 3 (lost: it presented a refresh token the server had already rotated). Counts sessions
 # lost and files corrupt.
 #   Scripts/kill-refresh.sh [RUNS] [GRACE_SECONDS]     defaults: 200 runs, no reuse grace
+# Exits 1 when a file was left corrupt, or when a session was lost although the server had a reuse grace (CI runs
+# it that way); without a grace, losses are the measured window and only reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-200}
@@ -50,3 +52,4 @@ counters=$(curl -sf "http://127.0.0.1:$port/_dev/counters")
 refreshes=$(python3 -c 'import json,sys; c=json.loads(sys.argv[1]); print(c["refreshes"], c["reuseDetections"])' "$counters")
 echo "kill-refresh.sh: $runs runs ($killed killed before they finished), reuse grace ${grace}s: $lost sessions lost," \
     "$corrupt files corrupt, $leftover temporary files left; server: refreshes and reuse detections: $refreshes"
+if [ "$corrupt" -gt 0 ] || { [ "$grace" -gt 0 ] && [ "$lost" -gt 0 ]; }; then exit 1; fi
