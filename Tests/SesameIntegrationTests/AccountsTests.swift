@@ -71,16 +71,6 @@ import Testing
         }
     }
 
-    /// A provider for `client` at `oidc`.
-    static func provider(_ oidc: OIDCTestServer, client: String) async throws -> OIDCAuthProvider {
-        var configuration = OIDCAuthProvider.Configuration(
-            clientID: client, redirectURI: OIDCTestServer.redirect, scopes: ["openid", "email", "offline_access"])
-        configuration.pushedRequests = .whenRequired
-        return OIDCAuthProvider(
-            metadata: try await OIDCProviderMetadata.discover(issuer: oidc.issuer), configuration: configuration,
-            timeSource: oidc.clock)
-    }
-
     @Test("one user at two issuers and two clients: three accounts, each refreshing at its own issuer; removing one")
     func severalIssuersAndClients() async throws {
         let first = try OIDCTestServer { configuration in
@@ -90,9 +80,9 @@ import Testing
         defer { first.stop() }
         let second = try OIDCTestServer { $0.accessTokenTTL = 120 }
         defer { second.stop() }
-        let cli = try await Self.provider(first, client: "sesame-cli")
-        let app = try await Self.provider(first, client: "app-a")
-        let other = try await Self.provider(second, client: "sesame-cli")
+        let cli = try await first.provider()
+        let app = try await first.provider(client: "app-a")
+        let other = try await second.provider()
         let tokens = InMemoryTokenStore()
         let accounts = OIDCAccounts(providers: [cli, app, other], tokens: tokens, index: InMemoryAccountIndexStore())
         func alice(_ harness: OIDCTestServer) -> PasswordAgent {

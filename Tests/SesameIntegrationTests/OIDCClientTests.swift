@@ -21,12 +21,12 @@ extension OIDCProviderMetadata {
 /// sign-in form.
 extension OIDCTestServer {
     func provider(
-        scopes: [String] = ["openid", "email", "offline_access"], timeSource: (any TimeSource)? = nil,
-        sleep: @escaping @Sendable (TimeInterval) async throws -> Void = { _ in }
+        client: String = "sesame-cli", scopes: [String] = ["openid", "email", "offline_access"],
+        timeSource: (any TimeSource)? = nil, sleep: @escaping @Sendable (TimeInterval) async throws -> Void = { _ in }
     ) async throws -> OIDCAuthProvider {
         let metadata = try await OIDCProviderMetadata.discover(issuer: issuer)
         var configuration = OIDCAuthProvider.Configuration(
-            clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback", scopes: scopes)
+            clientID: client, redirectURI: "http://127.0.0.1:5555/callback", scopes: scopes)
         configuration.pushedRequests = .whenRequired
         return OIDCAuthProvider(
             metadata: metadata, configuration: configuration, timeSource: timeSource ?? clock, sleep: sleep)
