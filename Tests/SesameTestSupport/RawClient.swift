@@ -11,13 +11,19 @@ import Foundation
 package final class RawClient: @unchecked Sendable {
     package let fd: Int32
 
-    package init(port: Int, host: String = "127.0.0.1", timeout: Int = 5) throws {
+    /// Connects to `host:port`; reads give up after `timeout` seconds. A `receiveBuffer` (bytes) fixes the socket's
+    /// receive buffer before it connects, so that a client that never reads stalls its peer after that much, not
+    /// after the megabytes the kernel's autotuning would otherwise take in.
+    package init(port: Int, host: String = "127.0.0.1", timeout: Int = 5, receiveBuffer: Int32? = nil) throws {
         let family = host.contains(":") ? AF_INET6 : AF_INET
         #if canImport(Glibc)
             fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         #else
             fd = socket(family, SOCK_STREAM, 0)
         #endif
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let status: Int32
         if family == AF_INET6 {
             var address = sockaddr_in6()
