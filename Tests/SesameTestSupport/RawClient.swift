@@ -11,8 +11,9 @@ import Foundation
 package final class RawClient: @unchecked Sendable {
     package let fd: Int32
 
-    /// Connects to `host:port`; reads give up after `timeout` seconds. A `receiveBuffer` (bytes) fixes the socket's
-    /// receive buffer before it connects, so that a client that never reads stalls its peer after that much, not
+    /// Connects to `host:port`, reads giving up after `timeout` seconds.
+    ///
+    /// A `receiveBuffer` (bytes) fixes the socket's receive buffer before it connects, so that a client that never reads stalls its peer after that much, not
     /// after the megabytes the kernel's autotuning would otherwise take in.
     package init(port: Int, host: String = "127.0.0.1", timeout: Int = 5, receiveBuffer: Int32? = nil) throws {
         let family = host.contains(":") ? AF_INET6 : AF_INET
