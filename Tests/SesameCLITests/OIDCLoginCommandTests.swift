@@ -191,7 +191,9 @@ import Testing
         #expect(try CLIRunner.run(["status"], environment: workspace.environment).status == 3, "nothing stored")
     }
 
-    @Test("userinfo refuses a UserInfo answer about another subject (OIDC Core §5.3.2): exit 1, nothing printed")
+    @Test(
+        "OIDC-10 RP-20: userinfo refuses a UserInfo answer about another subject (OIDC Core §5.3.2): exit 1, nothing printed"
+    )
     func userInfoSubjectIsChecked() throws {
         let workspace = try Workspace(serving: ["--rp-test", "oidcc-client-test-userinfo-invalid-sub"])
         defer { workspace.stop() }

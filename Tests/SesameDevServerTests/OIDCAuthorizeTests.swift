@@ -43,7 +43,7 @@ import Testing
         }
     }
 
-    @Test("an unknown client or an unregistered redirect URI is shown as a page, never redirected")
+    @Test("BCP-24: an unknown client or a redirect URI not registered exactly is shown as a page, never redirected")
     func unredirectableErrors() throws {
         let oidc = try OIDCTestServer {
             $0.clients = [try RegisteredClient(specification: "web:https://app.example/cb")]

@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test(
-        "DPOP-03 DPOP-06 DPOP-07 DPOP-09: sign-in, UserInfo, refresh and an AuthorizedClient call, all DPoP-bound",
+        "BCP-17 DPOP-03 DPOP-06 DPOP-07 DPOP-09: sign-in, UserInfo, refresh and an AuthorizedClient call, all DPoP-bound",
         arguments: [false, true])
     func roundTrip(nonces: Bool) async throws {
         let oidc = try OIDCTestServer { $0.dpopNonce = nonces }

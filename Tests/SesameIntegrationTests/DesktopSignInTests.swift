@@ -149,7 +149,9 @@ final class ScratchFolder {
         }
     }
 
-    @Test("RFC 8252 §7.3: the listener binds first, its redirect URI configures the facade, the real form signs in")
+    @Test(
+        "NAT-07: the listener binds 127.0.0.1 on a free port first (RFC 8252 §7.3), its redirect URI configures the facade, the real form signs in"
+    )
     func signInThroughTheLoopback() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }

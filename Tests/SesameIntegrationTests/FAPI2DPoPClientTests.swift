@@ -103,7 +103,7 @@ import Testing
     }
 
     @Test(
-        "RP-68 HTTP-01: 401 invalid_token → one refresh and one retry; never a loop; a later 401 refreshes again with the rotated token"
+        "RP-68 HTTP-01 BCP-16: 401 invalid_token → one refresh and one retry; never a loop; a later 401 refreshes again with the rotated token"
     )
     func refreshOnInvalidToken() async throws {
         let fixture = try Fixture()

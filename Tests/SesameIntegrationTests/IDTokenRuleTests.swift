@@ -60,7 +60,9 @@ import Testing
         }
     }
 
-    @Test("OIDC-09 OIDC-06 OIDC-01 OIDC-07: each required claim and each check, broken alone, is refused")
+    @Test(
+        "OIDC-09 OIDC-06 OIDC-01 OIDC-07 RP-13 RP-59 RP-60 RP-63 RP-64: each required claim and each check, broken alone, is refused"
+    )
     func requiredClaims() async throws {
         let fixture = try Fixture()
         defer { fixture.jwks.stop() }
@@ -78,7 +80,9 @@ import Testing
         }
     }
 
-    @Test("OIDC-02 OIDC-03: an audience the client does not trust is refused, even with azp; a trusted one passes")
+    @Test(
+        "OIDC-02 OIDC-03 RP-61 RP-62: an audience the client does not trust is refused, even with azp; [client_id] alone or a trusted one passes"
+    )
     func audiences() async throws {
         let fixture = try Fixture()
         defer { fixture.jwks.stop() }
@@ -89,7 +93,7 @@ import Testing
         #expect(await fixture.validate(try fixture.token(["azp": "someone-else"])) == "authorized_party_mismatch")
     }
 
-    @Test("OIDC-05 RP-66: only algorithms the provider lists; never none or HMAC even if listed")
+    @Test("OIDC-05 RP-06 RP-66: only algorithms the provider lists; never none or HMAC even if listed")
     func algorithms() async throws {
         let fixture = try Fixture()
         defer { fixture.jwks.stop() }
@@ -153,7 +157,9 @@ import Testing
         #expect(try await provider.userInfo(for: tokens)["sub"] != nil, "the provider never saw the replay")
     }
 
-    @Test("BCP-08 NAT-13: a request made to provider A and answered elsewhere is refused before any token request")
+    @Test(
+        "BCP-08 BCP-09 BCP-10 NAT-13: a request made to provider A and answered elsewhere is refused before any token request"
+    )
     func mixUpAcrossProviders() async throws {
         let a = try OIDCTestServer()
         defer { a.stop() }
@@ -227,7 +233,9 @@ import Testing
         #expect(try await oidc.counters()["requests"]?["POST /revoke"] == 2)
     }
 
-    @Test("RFC 6749 §7.1: a token type other than Bearer is refused (until DPoP); any case of Bearer is fine")
+    @Test(
+        "HTTP-02: token_type compares case-insensitively (bEARER is Bearer); another type is refused until DPoP (RFC 6749 §7.1)"
+    )
     func tokenType() async throws {
         let metadata = try OIDCProviderMetadata.scripted()
         let transport = ScriptedTransport()

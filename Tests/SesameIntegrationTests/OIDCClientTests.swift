@@ -42,7 +42,7 @@ extension OIDCTestServer {
 
 @Suite struct OIDCClientTests {
     @Test(
-        "RP-01 RP-26 RP-35 REV-01: discovery, code + PKCE through the real form, ID token, UserInfo, refresh, revocation"
+        "RP-01 RP-26 RP-35 REV-01 BCP-01 BCP-03 BCP-20 NAT-02: discovery, code + PKCE (S256) through the real form, ID token, UserInfo, refresh, revocation"
     )
     func happyPath() async throws {
         let oidc = try OIDCTestServer()
@@ -72,7 +72,9 @@ extension OIDCTestServer {
         }
     }
 
-    @Test("error redirects are typed errors carrying the provider's description; a foreign state is refused")
+    @Test(
+        "BCP-04 RP-32: error redirects are typed errors carrying the provider's description; a foreign state is refused"
+    )
     func errorRedirects() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
@@ -128,8 +130,75 @@ extension OIDCTestServer {
         .clientCredentialsRefreshToken: nil,
     ]
 
-    @Test("RP-02..RP-37: every RP test mode gets the conforming outcome", arguments: RPTestMode.allCases)
-    func rpTestMode(_ mode: RPTestMode) async throws {
+    /// The RP test modes, grouped as the tests below name them by catalog ID.
+    static let modeGroups: [[RPTestMode]] = [
+        badSignatures, keySelection, brokenClaims, atHash, [.userInfoInvalidSubject], [.discoveryIssuerMismatch],
+        refreshedIDTokens, authorizationResponses, otherModes,
+    ]
+    static let badSignatures: [RPTestMode] = [.signatureNone, .invalidSignatureRS256, .invalidSignatureES256]
+    static let keySelection: [RPTestMode] = [
+        .kidAbsentSingleJWKS, .kidAbsentMultipleJWKS, .signingKeyRotation, .signingKeyRotationJustBeforeSigning,
+    ]
+    static let brokenClaims: [RPTestMode] = [
+        .invalidIssuer, .invalidAudience, .missingIssuedAt, .missingSubject, .invalidNonce,
+    ]
+    static let atHash: [RPTestMode] = [.invalidAtHash, .missingAtHash]
+    static let refreshedIDTokens: [RPTestMode] = [.refreshTokenInvalidIssuer, .refreshTokenInvalidSubject]
+    static let authorizationResponses: [RPTestMode] = [
+        .invalidAuthorizationResponseIssuer, .removedAuthorizationResponseIssuer, .invalidState,
+    ]
+    static let otherModes: [RPTestMode] = [
+        .happyPathNoDPoPNonce, .stepUpWeakerACR, .stepUpOldAuthTime, .nativeSSOMissingDeviceSecretHash,
+        .nativeSSOOtherSubject, .tokenExchangeWrongIssuedType, .clientCredentialsRefreshToken,
+    ]
+
+    @Test("The groups below run every RP test mode of the dev server, each once")
+    func everyModeGrouped() {
+        let grouped = Self.modeGroups.flatMap { $0 }
+        #expect(Set(grouped) == Set(RPTestMode.allCases))
+        #expect(grouped.count == RPTestMode.allCases.count)
+        #expect(Set(Self.outcomes.keys) == Set(RPTestMode.allCases))
+    }
+
+    @Test(
+        "RP-03 RP-04 RP-05 RP-65 OIDC-04: an unsigned ID token, or one whose signature is corrupt, is refused",
+        arguments: badSignatures)
+    func rpBadSignatures(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test(
+        "RP-07 RP-08 RP-09 RP-10: no kid with one key or several; a signing key rotated before or after sign-in",
+        arguments: keySelection)
+    func rpKeySelection(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test(
+        "RP-11 RP-12 RP-14 RP-15 RP-16 BCP-11: an ID token with a wrong iss, aud or nonce, or no sub or iat, is refused",
+        arguments: brokenClaims)
+    func rpBrokenClaims(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test("RP-18: in the code flow a wrong at_hash is refused and a missing one accepted", arguments: atHash)
+    func rpAtHash(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test("RP-20 OIDC-10: a UserInfo answer about another subject is refused")
+    func rpUserInfoSubject() async throws { try await Self.rpTestMode(.userInfoInvalidSubject) }
+
+    @Test("RP-28 RP-55 OIDC-13: a discovery document naming another issuer is refused before any authorization")
+    func rpDiscoveryIssuer() async throws { try await Self.rpTestMode(.discoveryIssuerMismatch) }
+
+    @Test("RP-36 RP-37 OIDC-11: a refreshed ID token with another iss or sub is refused", arguments: refreshedIDTokens)
+    func rpRefreshedIDTokens(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test(
+        "RP-56 RP-57 RP-58 OIDC-14: an authorization response with a wrong or missing iss, or another state, is refused",
+        arguments: authorizationResponses)
+    func rpAuthorizationResponses(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    @Test(
+        "STEP-03 NSSO-02 TX-02 PKJ-03: the FAPI 2 happy path without a nonce and the step-up, Native SSO, token exchange and client credentials modes",
+        arguments: otherModes)
+    func rpOtherModes(_ mode: RPTestMode) async throws { try await Self.rpTestMode(mode) }
+
+    /// Runs the dev server in `mode` and checks that the client accepts or rejects as a conforming one does.
+    static func rpTestMode(_ mode: RPTestMode) async throws {
         let oidc = try OIDCTestServer {
             $0.rpTest = mode
             $0.exchangeAudiences = ["https://api.example"]
@@ -240,7 +309,7 @@ extension OIDCTestServer {
         }
     }
 
-    @Test("https is required except on loopback; discovery refuses an issuer that names another")
+    @Test("OIDC-13 RP-28 RP-55: https is required except on loopback; discovery refuses an issuer that names another")
     func discoveryRules() async throws {
         await #expect(throws: AuthError.self) {
             _ = try await OIDCProviderMetadata.discover(issuer: URL(string: "http://id.example.com")!)
@@ -339,7 +408,9 @@ extension OIDCTestServer {
         try await provider.signOut(refreshed)
     }
 
-    @Test("RFC 9207: an authorization response whose iss names another issuer is refused (mix-up)")
+    @Test(
+        "OIDC-14 BCP-07 BCP-09 RP-56: an authorization response whose iss names another issuer is refused (RFC 9207 mix-up)"
+    )
     func mixUp() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }

@@ -145,7 +145,7 @@ extension IDTokenRuleTests {
 
 @Suite struct LogoutRuleTests {
     @Test(
-        "LOGOUT-01 LOGOUT-02 REV-02: the logout URL carries the hint, a registered URI and the state, which come back; revoking twice succeeds"
+        "LOGOUT-01 LOGOUT-02 REV-02 RP-38: the logout URL carries the hint, a registered URI and the state, which come back; revoking twice succeeds"
     )
     func endSessionRoundTrip() async throws {
         let oidc = try OIDCTestServer()

@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test(
-        "NAT-12: a response with another state (or none) ends the wait at once, the browser told why",
+        "NAT-12 RP-58: a response with another state (or none) ends the wait at once, the browser told why",
         arguments: ["/callback?code=x&state=other", "/callback?code=x", "/callback?error=access_denied&state=s-"])
     func mismatchedStateEndsTheWait(target: String) async throws {
         let receiver = LoopbackRedirectReceiver()

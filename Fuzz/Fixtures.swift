@@ -1,0 +1,299 @@
+import Dispatch
+import Foundation
+import SesameJOSE
+
+@testable import Sesame
+@testable import SesameDevServer
+@testable import SesameLoopback
+@testable import sesame
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the targets share, made once, and the targets themselves.
+enum Fixtures {
+    static let now = Date(timeIntervalSince1970: 1_750_000_000)
+    static let issuer = "https://op.example"
+    static let signingKey = made { try JWK.generate(for: .es256, keyID: "fuzz") }
+    static let keySet = made { try JWKSet(keys: [try signingKey.publicKey()]) }
+    static let jwks = Data(keySet.jsonValue.jsonBytes)
+    static let verifier = JWTVerifier(keys: keySet)
+    static let metadataJSON = """
+        {"issuer":"https://op.example","authorization_endpoint":"https://op.example/authorize",
+        "token_endpoint":"https://op.example/token","jwks_uri":"https://op.example/jwks",
+        "userinfo_endpoint":"https://op.example/userinfo","revocation_endpoint":"https://op.example/revoke",
+        "device_authorization_endpoint":"https://op.example/device",
+        "pushed_authorization_request_endpoint":"https://op.example/par",
+        "response_types_supported":["code"],"subject_types_supported":["public"],
+        "id_token_signing_alg_values_supported":["ES256"],"code_challenge_methods_supported":["S256"]}
+        """
+    static let metadata = made { try OIDCProviderMetadata(json: try JOSEValue.parse(Data(metadataJSON.utf8))) }
+    /// An ID token the provider could have issued, for a refresh to compare the new one against.
+    static let idToken = made {
+        try JWT.sign(
+            JWTClaims([
+                "iss": .string(issuer), "sub": .string("user-1"), "aud": .string("fuzz-client"),
+                "iat": .integer(1_750_000_000), "exp": .integer(1_750_003_600), "nonce": .string("n"),
+            ]), key: signingKey, algorithm: .es256)
+    }
+    static let folder: URL = {
+        let base = ProcessInfo.processInfo.environment["SESAME_FUZZ_SCRATCH"] ?? NSTemporaryDirectory()
+        let url = URL(fileURLWithPath: base).appendingPathComponent("sesame-fuzz-\(getpid())")
+        made {
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        setenv("SESAME_HOME", url.appendingPathComponent("home").path, 1)
+        atexit { try? FileManager.default.removeItem(at: Fixtures.folder) }
+        return url
+    }()
+
+    static func provider(_ answer: FuzzResponse, pushed: Bool = false) -> OIDCAuthProvider {
+        var configuration = OIDCAuthProvider.Configuration(
+            clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback")
+        if pushed { configuration.pushedRequests = .always }
+        return OIDCAuthProvider(
+            metadata: metadata, configuration: configuration, transport: FuzzTransport(answer: answer),
+            timeSource: FixedTime(), sleep: { _ in })
+    }
+
+    // MARK: Targets
+
+    static func jose(_ bytes: [UInt8]) {
+        _ = try? JOSEValue.parse(bytes)
+        _ = try? JWK(json: bytes, allowSymmetric: true)
+        _ = try? JWKSet(json: bytes, allowSymmetric: true)
+        let text = String(decoding: bytes, as: UTF8.self)
+        _ = try? JWT.unverified(text)
+        _ = try? Base64URL.decode(text)
+        if let claims = try? verifier.verify(text, now: now) {
+            // Only the fixtures' key signs: nothing the fuzzer makes can verify.
+            require(false, "a fuzzed token verified: \(claims)")
+        }
+    }
+
+    static func discovery(_ bytes: [UInt8]) {
+        let answer = FuzzResponse(bytes)
+        _ = try? OIDCProviderMetadata(json: JOSEValue.parse(answer.body))
+        blocking {
+            guard
+                let found = try? await OIDCProviderMetadata.discover(
+                    issuer: url(issuer), transport: FuzzTransport(answer: answer))
+            else { return }
+            // OIDC Discovery §4.3: the document's issuer is the one asked for, byte for byte.
+            require(found.issuer == issuer, "discovery accepted issuer \(String(describing: found.issuer))")
+        }
+    }
+
+    static func tokenResponse(_ bytes: [UInt8]) {
+        let answer = FuzzResponse(bytes)
+        let provider = provider(answer)
+        blocking {
+            let previous = TokenSet(accessToken: "a", refreshToken: "r", idToken: idToken, expiresAt: now)
+            if let tokens = try? await provider.refresh(previous) {
+                require(!tokens.accessToken.isEmpty, "an empty access token was accepted")
+                // OIDC Core §12.2: a refreshed ID token keeps iss and sub; only the fixtures' key signs.
+                require(tokens.idToken == idToken, "a new ID token was accepted from fuzz bytes")
+            }
+            // The code exchange, with the request's own state.
+            guard let pending = try? await provider.authorizationRequest() else { return }
+            let redirect = url("http://127.0.0.1:8765/callback?code=c&state=\(pending.state)&iss=\(issuer)")
+            if (try? await provider.completeAuthorization(redirect: redirect, pending: pending)) != nil {
+                require(false, "a code exchange succeeded without a verifiable ID token")
+            }
+        }
+    }
+
+    static func deviceResponse(_ bytes: [UInt8]) {
+        let provider = provider(FuzzResponse(bytes))
+        blocking {
+            guard let authorization = try? await provider.deviceAuthorization() else { return }
+            let scheme = authorization.verificationURI.scheme?.lowercased()
+            require(
+                scheme == "https" || authorization.verificationURI.host == "127.0.0.1"
+                    || authorization.verificationURI.host == "localhost"
+                    || authorization.verificationURI.host == "[::1]"
+                    || authorization.verificationURI.host == "::1",
+                "a verification URI to show the user: \(authorization.verificationURI)")
+            require(authorization.interval >= 1, "a polling interval under a second")
+        }
+    }
+
+    static func parResponse(_ bytes: [UInt8]) {
+        let provider = provider(FuzzResponse(bytes), pushed: true)
+        blocking {
+            guard let pending = try? await provider.authorizationRequest() else { return }
+            require(pending.url.host == "op.example", "the authorization URL left the provider: \(pending.url)")
+        }
+    }
+
+    static func errorResponse(_ bytes: [UInt8]) {
+        let response = FuzzResponse(bytes).response
+        let error = ServerErrorResponse(response)
+        let definitive = ServerErrorResponse.isDefinitiveRefreshRejection(response)
+        if definitive { require(error != nil, "a definitive rejection without an OAuth error body") }
+        _ = StepUpChallenge(response)
+        _ = error.map { "\($0)" }
+    }
+
+    static func wwwAuthenticate(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        for challenge in AuthenticationChallenge.parse(text) { _ = challenge.isScheme("DPoP") }
+        _ = StepUpChallenge(SesameHTTP.Response(status: 401, headers: ["WWW-Authenticate": text]))
+        _ = StepUpChallenge(SesameHTTP.Response(status: 403, headers: ["WWW-Authenticate": text]))
+    }
+
+    static func redirect(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let url = URL(string: text) else { return }
+        _ = try? AuthorizationResponse(url: url)
+        let provider = provider(FuzzResponse([0]))
+        blocking {
+            guard let pending = try? await provider.authorizationRequest() else { return }
+            // A redirect made of fuzz bytes never carries this request's fresh state.
+            if (try? await provider.completeAuthorization(redirect: url, pending: pending)) != nil {
+                require(false, "a fuzzed redirect completed a sign-in: \(text)")
+            }
+        }
+    }
+
+    static func dpopProof(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let endpoint = url("https://op.example/token")
+        _ = try? DPoPProofVerifier().verify(text, method: "POST", url: endpoint, now: now)
+        _ = try? DPoPProofVerifier().verify(text, method: "GET", url: endpoint, accessToken: "at", nonce: "n", now: now)
+    }
+
+    static func httpRequest(_ bytes: [UInt8]) {
+        let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8192, maxBodyBytes: 65536)
+        let buffer = ArraySlice(bytes)
+        if case .request(_, _, let consumed) = HTTPRequestParser.parse(buffer, limits: limits) {
+            require(consumed > 0 && consumed <= bytes.count, "consumed \(consumed) of \(bytes.count) bytes")
+        }
+        _ = HTTPRequestParser.hasHeadEnd(buffer, from: 0)
+        if let length = HTTPRequestParser.requestLength(buffer, limits: limits) {
+            require(length > 0, "a request of \(length) bytes")
+        }
+        _ = HTTPRequestParser.expectsContinue(buffer, limits: limits)
+    }
+
+    static func form(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let pairs = HTTPFormEncoding.decodePairs(text)
+        _ = HTTPFormEncoding.decode(text)
+        // Encoding what was decoded and decoding it again gives the same pairs.
+        let again = HTTPFormEncoding.decodePairs(HTTPFormEncoding.encode(pairs.map { ($0.name, $0.value) }))
+        require(
+            again.map { $0.name } == pairs.map { $0.name } && again.map { $0.value } == pairs.map { $0.value },
+            "form round trip changed \(pairs.count) pairs")
+        _ = OAuthParameters.parse(text)
+        _ = ClaimsRequest.parse(text)
+    }
+
+    /// The folders the stored-files target writes into, made once (0700).
+    static let stores: URL = {
+        let url = folder.appendingPathComponent("stores")
+        made {
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        return url
+    }()
+    static let tokenStore = made { try FileTokenStore(directory: stores) }
+    static let keyStore = made { try FileDPoPKeyStore(directory: stores) }
+    static let profile: Profile = {
+        _ = folder
+        let profile = made { try Profile(try ParsedArguments(["--profile", "fuzz"], for: StatusCommand.spec)) }
+        made {
+            try FileManager.default.createDirectory(
+                at: profile.settingsURL.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        chmod(profile.home.path, 0o700)
+        return profile
+    }()
+
+    static func storedFiles(_ bytes: [UInt8]) {
+        let data = Data(bytes)
+        _ = try? StoredFormat.decodeTokens(data, from: "fuzz")
+        let fileManager = FileManager.default
+        let tokenFile = stores.appendingPathComponent("fuzz.json")
+        let index = stores.appendingPathComponent("accounts.json")
+        let settings = profile.settingsURL
+        defer {
+            // Everything written or moved aside, so that each input starts from the same folders.
+            for folder in [stores, settings.deletingLastPathComponent()] {
+                for name in (try? fileManager.contentsOfDirectory(atPath: folder.path)) ?? [] where name != ".lock" {
+                    unlink(folder.appendingPathComponent(name).path)
+                }
+            }
+        }
+        blocking {
+            // The token store's file: parsed, or refused, and never lost: what was read is still there (an older
+            // format may have been rewritten in the current one), or an unreadable file's bytes were moved aside.
+            guard fileManager.createFile(atPath: tokenFile.path, contents: data, attributes: [.posixPermissions: 0o600])
+            else { return }
+            if let loaded = try? await tokenStore.load(profile: "fuzz") {
+                let now = fileManager.contents(atPath: tokenFile.path)
+                require(
+                    now.flatMap { try? StoredFormat.decodeTokens($0, from: "fuzz").tokens } == loaded,
+                    "the credentials read are no longer in the file")
+            } else {
+                let kept = ((try? fileManager.contentsOfDirectory(atPath: stores.path)) ?? [])
+                    .filter { $0 == "fuzz.json" || $0.hasPrefix("fuzz.json.corrupt-") }
+                    .compactMap { fileManager.contents(atPath: stores.appendingPathComponent($0).path) }
+                require(kept.contains(data), "reading a stored file lost its bytes")
+            }
+            // The account index and a DPoP key file.
+            _ = fileManager.createFile(atPath: index.path, contents: data, attributes: [.posixPermissions: 0o600])
+            _ = try? await FileAccountIndexStore(url: index).load()
+            if let keyFile = try? keyStore.keyFile(profile: "fuzz") {
+                _ = fileManager.createFile(atPath: keyFile.path, contents: data, attributes: [.posixPermissions: 0o600])
+                _ = try? await keyStore.key(profile: "fuzz")
+            }
+        }
+        // The CLI's profile settings.
+        _ = fileManager.createFile(atPath: settings.path, contents: data, attributes: [.posixPermissions: 0o600])
+        _ = try? profile.settings()
+    }
+
+    static func cliArguments(_ bytes: [UInt8]) {
+        let words = bytes.split(separator: 0, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        guard let (command, taken) = CommandTable.lookup(words) else {
+            if let first = words.first {
+                _ = Suggestions.closest(to: first, among: CommandTable.all.map(\.name))
+            }
+            return
+        }
+        guard let arguments = try? ParsedArguments(Array(words.dropFirst(taken)), for: command) else { return }
+        _ = try? arguments.atMostOnePositional("a value")
+        _ = try? Profile(arguments)
+    }
+}
+
+/// A fixture that must be made: the harness cannot run without it.
+func made<T>(_ body: () throws -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        FileHandle.standardError.write(Data("fuzz harness: a fixture failed: \(error)\n".utf8))
+        exit(2)
+    }
+}
+
+/// A URL the harness spells itself.
+func url(_ text: String) -> URL {
+    guard let url = URL(string: text) else {
+        FileHandle.standardError.write(Data("fuzz harness: not a URL: \(text)\n".utf8))
+        exit(2)
+    }
+    return url
+}
+
+/// The fixtures' clock: always ``Fixtures/now``.
+struct FixedTime: TimeSource {
+    var now: Date { Fixtures.now }
+}

@@ -1,0 +1,122 @@
+// libFuzzer targets for every parser that reads bytes from the network, a file or the command line. Built by
+// Scripts/fuzz.sh: the package's modules with SwiftPM (coverage and AddressSanitizer instrumentation, testing
+// enabled), this harness with swiftc against them. `SESAME_FUZZ_TARGET` picks the target; `Scripts/fuzz.sh --list`
+// names them. Every input must be answered (parsed, or refused with a typed error): a crash, a hang, a leak or a
+// sanitizer report is a bug, and so is a broken invariant checked below.
+import Dispatch
+import Foundation
+import SesameJOSE
+
+@testable import Sesame
+@testable import SesameDevServer
+@testable import SesameLoopback
+@testable import sesame
+
+/// The targets, by the name `Scripts/fuzz.sh` takes.
+enum FuzzTarget: String, CaseIterable {
+    case jose, discovery
+    case tokenResponse = "token-response"
+    case deviceResponse = "device-response"
+    case parResponse = "par-response"
+    case errorResponse = "error-response"
+    case wwwAuthenticate = "www-authenticate"
+    case redirect
+    case dpopProof = "dpop-proof"
+    case httpRequest = "http-request"
+    case form
+    case storedFiles = "stored-files"
+    case cliArguments = "cli-arguments"
+}
+
+private let target: FuzzTarget = {
+    let name = ProcessInfo.processInfo.environment["SESAME_FUZZ_TARGET"] ?? ""
+    guard let target = FuzzTarget(rawValue: name) else {
+        FileHandle.standardError.write(
+            Data("SESAME_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue))\n".utf8))
+        exit(2)
+    }
+    return target
+}()
+
+/// libFuzzer calls this with each input.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    switch target {
+    case .jose: Fixtures.jose(bytes)
+    case .discovery: Fixtures.discovery(bytes)
+    case .tokenResponse: Fixtures.tokenResponse(bytes)
+    case .deviceResponse: Fixtures.deviceResponse(bytes)
+    case .parResponse: Fixtures.parResponse(bytes)
+    case .errorResponse: Fixtures.errorResponse(bytes)
+    case .wwwAuthenticate: Fixtures.wwwAuthenticate(bytes)
+    case .redirect: Fixtures.redirect(bytes)
+    case .dpopProof: Fixtures.dpopProof(bytes)
+    case .httpRequest: Fixtures.httpRequest(bytes)
+    case .form: Fixtures.form(bytes)
+    case .storedFiles: Fixtures.storedFiles(bytes)
+    case .cliArguments: Fixtures.cliArguments(bytes)
+    }
+    return 0
+}
+
+/// A broken invariant: abort, so that libFuzzer keeps the input.
+func require(_ condition: Bool, _ what: @autoclosure () -> String) {
+    if !condition {
+        FileHandle.standardError.write(Data("invariant broken: \(what())\n".utf8))
+        abort()
+    }
+}
+
+/// Runs `body` to its end on the cooperative pool and waits for it (the SDK's parsers sit behind async calls).
+func blocking(_ body: @escaping @Sendable () async -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        await body()
+        done.signal()
+    }
+    done.wait()
+}
+
+/// A response made of fuzz bytes: the first byte picks the status, header lines (`Name: value`) up to a NUL byte,
+/// then the body.
+struct FuzzResponse: Sendable {
+    static let statuses = [200, 201, 400, 401, 403, 404, 429, 500, 503, 302]
+    let status: Int
+    let headers: SesameHTTP.Headers
+    let body: Data
+
+    init(_ bytes: [UInt8]) {
+        guard let first = bytes.first else {
+            (status, headers, body) = (200, [:], Data())
+            return
+        }
+        status = Self.statuses[Int(first) % Self.statuses.count]
+        let rest = bytes.dropFirst()
+        guard let split = rest.firstIndex(of: 0) else {
+            (headers, body) = ([:], Data(rest))
+            return
+        }
+        var fields: [SesameHTTP.Headers.Field] = []
+        for line in String(decoding: rest[..<split], as: UTF8.self).split(separator: "\n").prefix(16) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields.append(.init(name: String(line[..<colon]), value: String(line[line.index(after: colon)...])))
+        }
+        headers = SesameHTTP.Headers(fields)
+        body = Data(rest[rest.index(after: split)...])
+    }
+
+    var response: SesameHTTP.Response { SesameHTTP.Response(status: status, headers: headers, body: body) }
+}
+
+/// Answers the JWKS URI with the fixtures' key set and every other request with the fuzz response.
+struct FuzzTransport: HTTPTransport {
+    let answer: FuzzResponse
+
+    func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
+        if request.url.path == "/jwks" {
+            return SesameHTTP.Response(status: 200, headers: ["Content-Type": "application/json"], body: Fixtures.jwks)
+        }
+        return answer.response
+    }
+}
