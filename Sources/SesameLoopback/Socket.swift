@@ -106,10 +106,18 @@ enum Socket {
     static func configureAccepted(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // A bounded send buffer: on loopback the kernel's autotuning grows it to megabytes per connection, which a
+        // client that never reads fills before the write timeout can start (1,024 such clients would pin gigabytes
+        // of kernel memory). 256 KiB still carries any answer of this server at loopback speed.
+        var size = Int32(sendBufferBytes)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         #if canImport(Darwin)
             setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
     }
+
+    /// The send buffer of each accepted connection.
+    static let sendBufferBytes = 256 * 1024
 
     /// Sends what a non-blocking socket takes now of `bytes` from `offset`: the count (0 when it is full), or nil
     /// when the peer has gone.

@@ -150,7 +150,7 @@ final class ScratchFolder {
     }
 
     @Test(
-        "NAT-07: the listener binds 127.0.0.1 on a free port first (RFC 8252 §7.3), its redirect URI configures the facade, the real form signs in"
+        "NAT-07 NAT-10: the listener binds 127.0.0.1 on a free port first (RFC 8252 §7.3), its redirect URI configures the facade, the real form signs in; then the port is closed"
     )
     func signInThroughTheLoopback() async throws {
         let oidc = try OIDCTestServer()
@@ -163,6 +163,9 @@ final class ScratchFolder {
             timeSource: oidc.clock)
         let tokens = try await auth.signIn(with: agent)
         #expect(tokens.user?.email == "alice@example.com")
+        // The listener lived for this sign-in only: nothing answers on its port any more.
+        let port = try #require(URLComponents(string: agent.redirectURI)?.port)
+        #expect(throws: RawClientError.self) { _ = try RawClient(port: port) }
         #expect(try await auth.userInfo()["email"] == "alice@example.com")
         struct Profile: Decodable {
             let sub: String

@@ -1,11 +1,12 @@
 import Foundation
-import Sesame
 import SesameDevServer
 import SesameJOSE
 import SesameLoopback
 import SesameTestSupport
 import SesameTesting
 import Testing
+
+@testable import Sesame
 
 /// The diagnostics seam (issue 23): a handler at its most verbose through every flow says what happened, and no
 /// entry holds a token, a code or a secret.
@@ -21,11 +22,18 @@ import Testing
     }
 
     @Test(
-        "a debug handler through sign-in with DPoP nonces, refresh, 401, redirect, exchange, Native SSO, a service account and sign-out: every step said, no secret"
+        "No secret anywhere: a debug handler through sign-in with DPoP nonces, refresh, 401, redirect, exchange, Native SSO, a service account, the code and device flows by hand, revocation, end session, Sign in with Apple and the REST contract — every step said; no token, code, verifier, device code, password, client secret or private key in the entries, the dev servers' logs, errors, description or dump()"
     )
     func everyFlow() async throws {
+        let serverLog = LineCollector()
+        let described = LockedBox<[String]>([])
+        func describe(_ value: Any) {
+            var dumped = ""
+            dump(value, to: &dumped)
+            described.mutate { $0 += ["\(value)", String(reflecting: value), dumped] }
+        }
         let (entries, secrets) = try await Self.capture {
-            var secrets: [String] = []
+            var secrets: [String] = [OIDCTestServer.password]
             func keep(_ tokens: TokenSet?) {
                 guard let tokens else { return }
                 secrets += [tokens.accessToken] + [tokens.refreshToken, tokens.idToken].compactMap { $0 }
@@ -35,9 +43,11 @@ import Testing
                 $0.dpopNonce = true
                 $0.accessTokenTTL = 120
                 $0.exchangeAudiences = ["https://api.example"]
+                $0.log = { serverLog.append($0) }
             }
             defer { oidc.stop() }
             let key = try JWK.generate(for: .es256)
+            if let d = key.jsonValue(includingPrivate: true)["d"]?.stringValue { secrets.append(d) }
             let auth = OIDCAuth(
                 provider: try await DPoPClientTests.provider(oidc, key: key), store: InMemoryTokenStore())
             keep(try await auth.signIn(with: FormUserAgent(harness: oidc)))
@@ -88,9 +98,74 @@ import Testing
                 authentication: .clientSecretBasic(ServiceAccountClientTests.secret), timeSource: service.clock)
             secrets.append(try await legacy.accessToken())
             secrets.append(ServiceAccountClientTests.secret)
+            describe(account)
+            // The code flow by hand: the code and the verifier are secrets too.
+            let plain = try await oidc.provider()
+            let pending = try await plain.authorizationRequest()
+            let redirect = try oidc.userAgent(pending.url)
+            secrets.append(pending.codeVerifier)
+            let code = URLComponents(url: redirect, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                $0.name == "code"
+            }?.value
+            secrets += [code].compactMap { $0 }
+            let byHand = try await plain.completeAuthorization(redirect: redirect, pending: pending)
+            keep(byHand)
+            [pending, byHand, plain, auth, auth.session].forEach(describe)
+            // A replayed code: its error is described and dumped too.
+            do { _ = try await plain.completeAuthorization(redirect: redirect, pending: pending) } catch {
+                describe(error)
+            }
+            let rotated = try await plain.refresh(byHand)
+            keep(rotated)
+            // The device flow: its device code is a secret; approved on the device page.
+            let user = DevServerUser(email: OIDCTestServer.email, password: OIDCTestServer.password)
+            describe(user)
+            let device = try await oidc.provider(sleep: { _ in })
+            let authorization = try await device.deviceAuthorization()
+            secrets.append(authorization.deviceCode)
+            describe(authorization)
+            try await user.confirmDevice(userCode: authorization.userCode, at: authorization.verificationURI)
+            for try await progress in device.deviceTokens(for: authorization) {
+                if case .signedIn(let tokens) = progress { keep(tokens) }
+            }
+            // Revocation and end session, through the provider's page.
+            let ending = OIDCAuth(provider: plain, store: InMemoryTokenStore())
+            try await ending.session.signIn(with: try await plain.refresh(rotated))
+            keep(try await ending.session.currentTokens)
+            describe(await ending.signOut(endSession: user, postLogoutRedirectURI: "http://127.0.0.1:5555/callback"))
+            // A replayed (rotated, then revoked) refresh token: its error too.
+            do { _ = try await plain.refresh(byHand) } catch { describe(error) }
+            // Sign in with Apple and the REST contract, on the REST dev server.
+            let rest = try Harness { $0.log = { serverLog.append($0) } }
+            defer { rest.server.stop() }
+            let nonce = SignInWithAppleNonce()
+            secrets.append(nonce.raw)
+            let minted = try await rest.admin.send(
+                "POST", "/_dev/apple/identity-token",
+                json: ["sub": "000777.apple", "email": "ana@example.com", "nonce": .string(nonce.raw)])
+            let identityToken = try #require(minted.json?["identityToken"]?.stringValue)
+            secrets.append(identityToken)
+            let apple = try await rest.provider.signInWithApple(
+                identityToken: identityToken, rawNonce: nonce.raw, deviceID: "device-1")
+            keep(apple)
+            describe(apple)
+            let password = "Pa55-\(UUID().uuidString)"
+            secrets.append(password)
+            keep(try await rest.provider.register(email: "leak@example.com", password: password))
+            do { _ = try await rest.provider.login(email: "leak@example.com", password: password + "x") } catch {
+                describe(error)
+            }
+            secrets.append(password + "x")
+            try await rest.session.signIn(
+                with: try await rest.provider.login(email: "leak@example.com", password: password))
+            keep(try await rest.session.currentTokens)
+            describe(rest.session)
+            _ = await rest.session.signOut()
             return secrets
         }
         let text = entries.joined(separator: "\n")
+        let everywhere: [String] = [text] + serverLog.lines.map { String($0) } + described.value
+        #expect(serverLog.lines.count >= 20, "the dev servers logged their requests")
         for expected in [
             "authorization request", "code <redacted", "ID token <redacted", "refresh started", "refreshed",
             "asked for a DPoP nonce", "credentials rejected, refreshing once", "followed without credentials",
@@ -100,11 +175,16 @@ import Testing
             #expect(text.contains(expected), "no entry says '\(expected)'")
         }
         // No token, code or secret: not whole, not its first 12 characters; and no JWT at all.
-        #expect(!text.contains("eyJ"), "a JWT in the diagnostics")
-        for secret in secrets where secret.count >= 12 {
-            #expect(!text.contains(secret) && !text.contains(String(secret.prefix(12))))
+        for output in everywhere {
+            #expect(!output.contains("eyJ"), "a JWT in: \(output.prefix(160))")
+            for secret in secrets where secret.count >= 12 {
+                #expect(
+                    !output.contains(secret) && !output.contains(String(secret.prefix(12))),
+                    "a secret of \(secret.count) characters in: \(output.prefix(160))")
+            }
+            for secret in secrets where secret.count < 12 { #expect(!output.contains(secret)) }
         }
-        #expect(secrets.count >= 10)
+        #expect(secrets.count >= 25)
     }
 
     @Test("nothing is built or sent without a handler, or below its level")

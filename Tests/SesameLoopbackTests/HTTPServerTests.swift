@@ -202,7 +202,8 @@ import Testing
 }
 
 /// Slow and non-reading clients (issue 9's hardening): they cannot starve others, and they do not stay.
-@Suite struct SlowClientTests {
+@Suite(.disabled(if: underSanitizer, "time bounds under load do not hold under a sanitizer's slowdown"))
+struct SlowClientTests {
     @Test(
         "Clients trickling a byte at a time: a newcomer is served at once (the oldest trickler makes room, 408) and the rest hit the whole-request deadline (408)"
     )

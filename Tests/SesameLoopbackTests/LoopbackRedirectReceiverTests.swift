@@ -32,6 +32,37 @@ import Testing
         withExtendedLifetime(squatters) {}
     }
 
+    @Test(
+        "BCP-14 BCP-15: the landing page is static: it never redirects (whatever URL a request carries), loads nothing, and sends Referrer-Policy no-referrer"
+    )
+    func staticLandingPage() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let url = try receiver.start()
+        defer { receiver.stop() }
+        receiver.expect(state: "s-1")
+        let port = url.port ?? 0
+        let evil = "https%3A%2F%2Fevil.example%2F"
+        var pages: [TestBrowser.Page] = []
+        for target in [
+            "/elsewhere?next=\(evil)", "/callback?redirect_uri=\(evil)",
+            "/callback?code=c-1&state=s-1&next=\(evil)&redirect_uri=\(evil)",
+        ] {
+            pages.append(try TestBrowser(port: port).get(target))
+        }
+        for page in pages {
+            #expect(!(300..<400).contains(page.status) && page.location == nil)
+        }
+        let landing = try #require(pages.last)
+        #expect(landing.status == 200)
+        #expect(landing.header("Referrer-Policy") == "no-referrer")
+        #expect(landing.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+        for reference in ["src=", "href=", "http:", "https:", "evil.example"] {
+            #expect(!landing.body.contains(reference), "the page carries \(reference)")
+        }
+        let redirect = try await receiver.waitForRedirect(state: "s-1", timeout: 5)
+        #expect(redirect.query?.contains("code=c-1") == true)
+    }
+
     @Test("NAT-12: names that only start like loopback (127.evil.example, localhost.evil.example) are refused")
     func hostIsParsedNotPrefixMatched() async throws {
         let receiver = LoopbackRedirectReceiver()

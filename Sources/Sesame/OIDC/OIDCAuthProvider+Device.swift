@@ -2,7 +2,7 @@ public import Foundation
 internal import SesameJOSE
 
 /// A device authorization in progress (RFC 8628 §3.2): what to show the user, and the device code to poll with.
-public struct DeviceAuthorization: Sendable, CustomStringConvertible {
+public struct DeviceAuthorization: Sendable, CustomStringConvertible, CustomReflectable {
     /// The code the user types (show it, always: RFC 8628 §5.4).
     public let userCode: String
     /// Where the user types it.
@@ -18,6 +18,16 @@ public struct DeviceAuthorization: Sendable, CustomStringConvertible {
     /// The user code and URIs; never the device code.
     public var description: String {
         "DeviceAuthorization(userCode: \(userCode), verificationURI: \(verificationURI.absoluteString), expiresAt: \(expiresAt))"
+    }
+
+    /// What `dump()` and debuggers show: everything but the device code, which polls for the user's tokens.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "userCode": userCode, "verificationURI": verificationURI,
+                "verificationURIComplete": verificationURIComplete as Any, "expiresAt": expiresAt, "interval": interval,
+            ], displayStyle: .struct)
     }
 }
 

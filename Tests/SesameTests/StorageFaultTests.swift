@@ -1,0 +1,239 @@
+import Foundation
+import Sesame
+import SesameJOSE
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A small tmpfs of its own, for faults a real file system gives: full, read-only.
+///
+/// Needs the right to mount (root, as CI runs); elsewhere the tests that need it say so and are skipped.
+final class Tmpfs {
+    let url: URL
+
+    init?(kilobytes: Int) {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tmpfs-\(UUID().uuidString)")
+        guard (try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)) != nil else {
+            return nil
+        }
+        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0700", "tmpfs", url.path]) else {
+            rmdir(url.path)
+            return nil
+        }
+    }
+
+    /// Remounts it read-only (true) or read-write.
+    func readOnly(_ on: Bool) -> Bool {
+        Self.run("/bin/mount", ["-o", "remount,\(on ? "ro" : "rw")", url.path])
+    }
+
+    /// Fills it up: a file of everything that is left.
+    func fill() -> URL {
+        let filler = url.appendingPathComponent("filler")
+        let fd = open(filler.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let chunk = [UInt8](repeating: 0x41, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        // The last bytes of a page too.
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, 1) }) > 0 {}
+        close(fd)
+        return filler
+    }
+
+    deinit {
+        _ = Self.run("/bin/umount", ["-l", url.path])
+        rmdir(url.path)
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    /// One mount, or a visible notice and nil.
+    static func make(kilobytes: Int = 256) -> Tmpfs? {
+        if let tmpfs = Tmpfs(kilobytes: kilobytes) { return tmpfs }
+        print(
+            "◇ NOTICE: cannot mount a tmpfs here (not root, or no mount rights); the disk-full and read-only cases are skipped"
+        )
+        return nil
+    }
+}
+
+@Suite(.serialized) struct StorageFaultTests {
+    let first = TokenSet(accessToken: "a-first", refreshToken: "r-first", expiresAt: Date(timeIntervalSince1970: 2e9))
+    let second = TokenSet(
+        accessToken: "a-second", refreshToken: "r-second", expiresAt: Date(timeIntervalSince1970: 2e9))
+
+    static func expect(_ code: AuthError.Code, _ what: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("\(what): no error")
+        } catch let error as AuthError {
+            #expect(error.code == code, "\(what): \(error)")
+            for secret in ["a-first", "r-first", "a-second", "r-second"] {
+                #expect(!"\(error)".contains(secret), "\(what): the error shows a token")
+            }
+        } catch {
+            Issue.record("\(what): untyped \(error)")
+        }
+    }
+
+    @Test(
+        "Disk full: saving credentials or a new DPoP key is store_unavailable, the stored ones stay whole, nothing half-written is left, and saving works once there is room"
+    )
+    func diskFull() async throws {
+        guard let tmpfs = Tmpfs.make() else { return }
+        let folder = tmpfs.url.appendingPathComponent("credentials")
+        let store = try FileTokenStore(directory: folder)
+        let keys = try FileDPoPKeyStore(directory: folder)
+        try await store.save(first, profile: "default")
+        let key = try await keys.createKey(profile: "default", algorithm: .es256)
+        let filler = tmpfs.fill()
+        await Self.expect(.storeUnavailable, "save on a full disk") { try await store.save(second, profile: "default") }
+        await Self.expect(.storeUnavailable, "a new key on a full disk") {
+            _ = try await keys.createKey(profile: "other", algorithm: .es256)
+        }
+        #expect(try await store.load(profile: "default") == first)
+        #expect(try await keys.key(profile: "default")?.thumbprint == key.thumbprint)
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(left == ["default.dpop.jwk", "default.json"], "nothing half-written: \(left)")
+        try FileManager.default.removeItem(at: filler)
+        try await store.save(second, profile: "default")
+        #expect(try await store.load(profile: "default") == second)
+        #expect(try await keys.createKey(profile: "other", algorithm: .es256).thumbprint != key.thumbprint)
+    }
+
+    @Test(
+        "Read-only file system: saving, deleting and making a key are store_unavailable, what is stored is still read, nothing is deleted, and everything works again read-write"
+    )
+    func readOnly() async throws {
+        guard let tmpfs = Tmpfs.make() else { return }
+        let folder = tmpfs.url.appendingPathComponent("credentials")
+        let store = try FileTokenStore(directory: folder)
+        let keys = try FileDPoPKeyStore(directory: folder)
+        try await store.save(first, profile: "default")
+        let key = try await keys.createKey(profile: "default", algorithm: .es256)
+        try #require(tmpfs.readOnly(true))
+        await Self.expect(.storeUnavailable, "save read-only") { try await store.save(second, profile: "default") }
+        await Self.expect(.storeUnavailable, "delete read-only") { try await store.delete(profile: "default") }
+        await Self.expect(.storeUnavailable, "key read-only") {
+            _ = try await keys.createKey(profile: "other", algorithm: .es256)
+        }
+        await Self.expect(.storeUnavailable, "key delete read-only") { try await keys.deleteKey(profile: "default") }
+        #expect(try await store.load(profile: "default") == first)
+        #expect(try await keys.key(profile: "default")?.thumbprint == key.thumbprint)
+        try #require(tmpfs.readOnly(false))
+        try await store.save(second, profile: "default")
+        #expect(try await store.load(profile: "default") == second)
+        try await store.delete(profile: "default")
+        #expect(try await store.load(profile: "default") == nil)
+    }
+
+    @Test(
+        "Permission denied (a folder this user may not write): store_unavailable, nothing lost, and it works once the mode is back"
+    )
+    func permissionDenied() async throws {
+        guard geteuid() != 0 else {
+            print("◇ NOTICE: running as root, whom mode bits do not stop; the permission-denied case is skipped")
+            return
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-denied-\(UUID().uuidString)")
+        defer {
+            chmod(folder.path, 0o700)
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let store = try FileTokenStore(directory: folder)
+        try await store.save(first, profile: "default")
+        chmod(folder.path, 0o500)
+        await Self.expect(.storeUnavailable, "save denied") { try await store.save(second, profile: "default") }
+        await Self.expect(.storeUnavailable, "delete denied") { try await store.delete(profile: "default") }
+        chmod(folder.path, 0o700)
+        #expect(try await store.load(profile: "default") == first)
+        try await store.save(second, profile: "default")
+        #expect(try await store.load(profile: "default") == second)
+    }
+
+    @Test(
+        "A FIFO or a symbolic link put where a credentials or key file was: refused at once (never blocking), left in place, and the real file works again once it is back"
+    )
+    func swappedFiles() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-swap-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try FileTokenStore(directory: folder)
+        let keys = try FileDPoPKeyStore(directory: folder)
+        try await store.save(first, profile: "default")
+        _ = try await keys.createKey(profile: "default", algorithm: .es256)
+        let credentials = folder.appendingPathComponent("default.json")
+        let keyFile = try keys.keyFile(profile: "default")
+        let elsewhere = folder.appendingPathComponent("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: false)
+        for file in [credentials, keyFile] {
+            let saved = elsewhere.appendingPathComponent(file.lastPathComponent)
+            try FileManager.default.moveItem(at: file, to: saved)
+            // A FIFO: opening it for reading would wait for a writer forever.
+            #expect(mkfifo(file.path, 0o600) == 0)
+            let started = Date()
+            if file == credentials {
+                await Self.expect(.storeUnavailable, "a FIFO for credentials") {
+                    _ = try await store.load(profile: "default")
+                }
+            } else {
+                await Self.expect(.storeCorrupt, "a FIFO for a key") { _ = try await keys.key(profile: "default") }
+            }
+            #expect(Date().timeIntervalSince(started) < 5, "the read did not block")
+            var info = stat()
+            #expect(lstat(file.path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO is left")
+            unlink(file.path)
+            // A symbolic link to a file an attacker controls.
+            #expect(symlink(saved.path, file.path) == 0)
+            if file == credentials {
+                await Self.expect(.storeUnavailable, "a link for credentials") {
+                    _ = try await store.load(profile: "default")
+                }
+            } else {
+                await Self.expect(.storeCorrupt, "a link for a key") { _ = try await keys.key(profile: "default") }
+            }
+            #expect(lstat(file.path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is left")
+            #expect(FileManager.default.fileExists(atPath: saved.path), "the link's target is untouched")
+            unlink(file.path)
+            try FileManager.default.moveItem(at: saved, to: file)
+        }
+        #expect(try await store.load(profile: "default") == first)
+        #expect(try await keys.key(profile: "default") != nil)
+    }
+
+    @Test(
+        "A truncated credentials file or key file is store_corrupt; the bytes are kept (moved aside or left), and a new sign-in writes a good file"
+    )
+    func truncatedFiles() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-cut-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try FileTokenStore(directory: folder)
+        let keys = try FileDPoPKeyStore(directory: folder)
+        try await store.save(first, profile: "default")
+        _ = try await keys.createKey(profile: "default", algorithm: .es256)
+        let credentials = folder.appendingPathComponent("default.json")
+        let keyFile = try keys.keyFile(profile: "default")
+        for file in [credentials, keyFile] {
+            let whole = try Data(contentsOf: file)
+            let cut = whole.prefix(whole.count / 2)
+            try cut.write(to: file)
+            chmod(file.path, 0o600)
+        }
+        await Self.expect(.storeCorrupt, "truncated credentials") { _ = try await store.load(profile: "default") }
+        await Self.expect(.storeCorrupt, "a truncated key") { _ = try await keys.key(profile: "default") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(names.contains { $0.hasPrefix("default.json.corrupt-") }, "the credentials' bytes are kept: \(names)")
+        #expect(names.contains("default.dpop.jwk"), "the key file is left in place: \(names)")
+        try await store.save(second, profile: "default")
+        #expect(try await store.load(profile: "default") == second)
+    }
+}
