@@ -169,7 +169,7 @@ struct WaitingCostTests {
     }()
 
     @Test(
-        "--store keyring keeps credentials in GNOME Keyring (nothing on disk), is the default when a keyring answers, 24 processes across 2 s expiries share one refresh lock (0 reuse), and a locked keyring is exit 4",
+        "--store keyring keeps credentials in GNOME Keyring (nothing on disk), is the default when a keyring answers, 24 processes across 2 s expiries share one refresh lock (0 reuse), and a locked keyring is exit 4 (unavailable, nothing deleted) until it is unlocked",
         .enabled(if: toolsAvailable, "dbus-daemon and gnome-keyring-daemon are not installed"))
     func keyring() throws {
         let server = try ServeProcess(["--access-token-ttl", "2"])
@@ -225,6 +225,17 @@ struct WaitingCostTests {
                     org.freedesktop.Secret.Service.Lock array:objpath:/org/freedesktop/secrets/collection/login \
                     >/dev/null || return 20
                 '\(binary)' status >/dev/null 2>>'\(logFile.path).tokens'; [ $? -eq 4 ] || return 21
+                # Unlocked again (the user logs in: the keyring starts unlocked from its file), the same session is
+                # there: nothing was deleted while it was locked.
+                kill -9 $keyring 2>/dev/null; wait $keyring 2>/dev/null
+                echo -n pw | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+                keyring=$!
+                for _ in $(seq 1 100); do
+                    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+                        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+                    sleep 0.1
+                done
+                '\(binary)' token >/dev/null 2>>'\(logFile.path).tokens' || return 23
                 return 0
             }
             run; status=$?

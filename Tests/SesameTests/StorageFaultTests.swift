@@ -236,4 +236,22 @@ final class Tmpfs {
         try await store.save(second, profile: "default")
         #expect(try await store.load(profile: "default") == second)
     }
+
+    @Test(
+        "A DPoP key folder (with `--store keyring` the key is the only file on disk) is checked like the file store's: writable by others or another user's, it is refused"
+    )
+    func keyFolderChecked() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try FileDPoPKeyStore(directory: folder)
+        chmod(folder.path, 0o777)
+        #expect(throws: AuthError.self) { _ = try FileDPoPKeyStore(directory: folder) }
+        chmod(folder.path, 0o700)
+        if geteuid() == 0 {
+            chown(folder.path, 65534, 65534)
+            #expect(throws: AuthError.self) { _ = try FileDPoPKeyStore(directory: folder) }
+            chown(folder.path, 0, 0)
+        }
+        _ = try FileDPoPKeyStore(directory: folder)
+    }
 }
