@@ -3,6 +3,11 @@
 // enabled), this harness with swiftc against them. `SESAME_FUZZ_TARGET` picks the target; `Scripts/fuzz.sh --list`
 // names them. Every input must be answered (parsed, or refused with a typed error): a crash, a hang, a leak or a
 // sanitizer report is a bug, and so is a broken invariant checked below.
+//
+// A new target: a case below, its line in the switch of fuzzOne, a function in Fixtures (synchronous: an async API
+// goes through `blocking`, which must not be called from async code), its name in Scripts/fuzz.sh's `targets`, and a
+// `seed` line there. A crash found becomes a regression test in the suite of the code it broke (the input's bytes as
+// a literal, run through the same call), and its input a `seed` line.
 import Dispatch
 import Foundation
 import SesameJOSE
@@ -35,6 +40,8 @@ private let target: FuzzTarget = {
             Data("SESAME_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue))\n".utf8))
         exit(2)
     }
+    // The harness's own folder, and SESAME_HOME in it, before any target runs: nothing reaches the user's files.
+    _ = Fixtures.folder
     return target
 }()
 
@@ -100,7 +107,9 @@ struct FuzzResponse: Sendable {
         var fields: [SesameHTTP.Headers.Field] = []
         for line in String(decoding: rest[..<split], as: UTF8.self).split(separator: "\n").prefix(16) {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            fields.append(.init(name: String(line[..<colon]), value: String(line[line.index(after: colon)...])))
+            // As a transport hands them over: the value without the blanks around it.
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            fields.append(.init(name: String(line[..<colon]), value: value))
         }
         headers = SesameHTTP.Headers(fields)
         body = Data(rest[rest.index(after: split)...])

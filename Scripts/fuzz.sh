@@ -4,25 +4,42 @@
 # the package's modules with the instrumentation (testing enabled, release), and swiftc links Fuzz/*.swift against
 # their objects. One binary holds every target; SESAME_FUZZ_TARGET picks one.
 #
-#   Scripts/fuzz.sh --list             the targets
-#   Scripts/fuzz.sh TARGET SECONDS     runs one (default 60 s); crashes go to .build/fuzz/TARGET/crash-*
-#   Scripts/fuzz.sh all SECONDS        runs each target in turn for SECONDS (CI: 20)
-#   Scripts/fuzz.sh --build            builds only
+#   Scripts/fuzz.sh --list               the targets
+#   Scripts/fuzz.sh TARGET [SECONDS]     runs one (default 60 s); a failing input goes to .build/fuzz/TARGET/
+#                                        (crash-*, timeout-* or oom-*, as libFuzzer names it)
+#   Scripts/fuzz.sh all [SECONDS]        runs each target in turn for SECONDS (default 60; CI: 20)
+#   Scripts/fuzz.sh --replay TARGET FILE runs one input once, as a run would (to reproduce, then to check a fix)
+#   Scripts/fuzz.sh --build              builds only
 #
-# Each run prints libFuzzer's last status line (executions, coverage, features) and a summary line:
-#   fuzz.sh: TARGET: N executions, cov C, ft F, 0 crashes
-# Seed corpora come from the tests' own inputs (written below) and, where present, ../shared/testvectors (read in
-# place: libFuzzer takes extra corpus folders read-only; new inputs go to .build/fuzz/TARGET/corpus).
+# Linux only (libFuzzer ships with the Linux toolchain); needs what Scripts/install-deps.sh installs. The first run
+# builds the package instrumented, in release, into .build/fuzz-spm (a few minutes).
+# Each run prints a summary line: fuzz.sh: TARGET: N executions, cov C, ft F, 0 crashes
+# Seeds are written below, taken from the tests' inputs (printf %b: a backslash in JSON is written \\); the jose
+# target also reads ../shared/testvectors in place when present (new inputs go to .build/fuzz/TARGET/corpus).
+# A new target: a case of FuzzTarget and a function in Fuzz/ (see Fuzz/SesameFuzz.swift), its name in `targets`
+# below, and a `seed` line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
     dpop-proof http-request form stored-files cli-arguments)
-if [[ "${1:-}" == "--list" ]]; then
+usage() {
+    echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS] | all [SECONDS] | --replay TARGET FILE" >&2
+    exit 2
+}
+known() { printf '%s\n' "${targets[@]}" | grep -qx -- "$1"; }
+case "${1:-}" in
+--list)
     printf '%s\n' "${targets[@]}"
     exit 0
-fi
-target="${1:?usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS] | all [SECONDS]}"
+    ;;
+"" | -h | --help) usage ;;
+--build | all) ;;
+--replay) { known "${2:-}" && [[ -f "${3:-}" ]]; } || usage ;;
+*) known "$1" || { echo "fuzz.sh: no target '$1' (Scripts/fuzz.sh --list)" >&2; exit 2; } ;;
+esac
+target="$1"
 seconds="${2:-60}"
+[[ "$target" == --replay || "$seconds" =~ ^[0-9]+$ ]] || usage
 out=.build/fuzz
 scratch=.build/fuzz-spm
 binary="$out/sesame-fuzz"
@@ -106,9 +123,19 @@ seeds() {
         'jwt\x00verify\x00--jwks\x00@keys.json\x00--\x00-' 'request\x00GET\x00/me\x00-H\x00Accept: x' 'logni\x00--helpp'
 }
 
+# The environment of every run: leaks off (LeakSanitizer takes Swift globals whose pointers sit in enum payloads for
+# leaks; a real leak per input still fails a run, through the RSS limit), no Swift backtracer (its own reader trips
+# ASan), the stored-files target's folder in $1.
+launch() {
+    local name="$1" scratch_dir="$2"
+    shift 2
+    SESAME_FUZZ_TARGET="$name" SESAME_FUZZ_SCRATCH="$scratch_dir" ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
+        "$binary" -timeout=5 -rss_limit_mb=1024 -detect_leaks=0 "$@"
+}
+
 run() {
     local name="$1" corpus="$out/$1/corpus"
-    mkdir -p "$corpus"
+    mkdir -p "$corpus" "$out/seeds/$name"
     local extra=()
     if [[ "$name" == jose && -d ../shared/testvectors ]]; then
         extra+=(../shared/testvectors)
@@ -123,11 +150,7 @@ run() {
     local scratch_dir
     scratch_dir=$(mktemp -d "$base/sesame-fuzz.XXXXXX")
     local status=0
-    # LeakSanitizer is off: it reports Swift globals whose pointers sit in enum payloads as leaks. A real leak
-    # per input still fails the run, through the RSS limit.
-    SESAME_FUZZ_TARGET="$name" SESAME_FUZZ_SCRATCH="$scratch_dir" ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
-        "$binary" -max_total_time="$seconds" -max_len=4096 -timeout=5 -rss_limit_mb=1024 -detect_leaks=0 \
-        -print_final_stats=1 \
+    launch "$name" "$scratch_dir" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$out/$name/" "$corpus" "$out/seeds/$name" "${extra[@]}" > "$log" 2>&1 || status=$?
     rm -rf "$scratch_dir"
     local runs cov ft
@@ -136,7 +159,10 @@ run() {
     ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
     if [[ $status -ne 0 ]]; then
         tail -40 "$log"
-        echo "fuzz.sh: $name: CRASH after $runs executions (see $out/$name/crash-* and $log)"
+        local unit
+        unit=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | cut -d' ' -f5)
+        echo "fuzz.sh: $name: FAILED after $runs executions: the input is ${unit:-(none written)}; the log is $log"
+        echo "fuzz.sh: reproduce it with: Scripts/fuzz.sh --replay $name ${unit:-FILE}"
         return 1
     fi
     echo "fuzz.sh: $name: $runs executions, cov $cov, ft $ft, 0 crashes"
@@ -146,13 +172,17 @@ build
 seeds
 case "$target" in
 --build) exit 0 ;;
+--replay)
+    scratch_dir=$(mktemp -d)
+    status=0
+    launch "$2" "$scratch_dir" -runs=1 "$3" || status=$?
+    rm -rf "$scratch_dir"
+    exit $status
+    ;;
 all)
     failed=0
     for name in "${targets[@]}"; do run "$name" || failed=1; done
     exit $failed
     ;;
-*)
-    printf '%s\n' "${targets[@]}" | grep -qx -- "$target" || { echo "fuzz.sh: no target '$target' (--list)"; exit 2; }
-    run "$target"
-    ;;
+*) run "$target" ;;
 esac

@@ -3,7 +3,8 @@
 # `sesame serve` with refresh-token rotation, RUNS times; after each kill the next `sesame token` either works (the
 # session survived) or exits 3 (lost: it presented a refresh token the server had already rotated). Counts sessions
 # lost and files corrupt.
-#   Scripts/kill-refresh.sh [RUNS] [GRACE_SECONDS]     defaults: 200 runs, no reuse grace
+#   Scripts/kill-refresh.sh [RUNS] [GRACE_SECONDS]     defaults: 200 runs, no reuse grace (CI: 60 30)
+#   KILL_REFRESH_VERBOSE=1 prints each lost run's messages.
 # Exits 1 when a file was left corrupt, or when a session was lost although the server had a reuse grace (CI runs
 # it that way); without a grace, losses are the measured window and only reported.
 set -euo pipefail
@@ -11,7 +12,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-200}
 grace=${2:-0}
 sesame=$root/.build/debug/sesame
-[ -x "$sesame" ] || (cd "$root" && swift build --product sesame -j 2 >/dev/null)
+for value in "$runs" "$grace"; do
+    [[ "$value" =~ ^[0-9]+$ ]] || { sed -n '2,/^set /p' "$0" | grep '^#' >&2; echo "$(basename "$0"): RUNS and GRACE_SECONDS are whole numbers" >&2; exit 2; }
+done
+# Always the current code: a no-op when the binary is up to date.
+build_log=$(mktemp)
+if ! (cd "$root" && swift build --product sesame > "$build_log" 2>&1); then
+    tail -n 20 "$build_log" >&2
+    rm -f "$build_log"
+    exit 1
+fi
+rm -f "$build_log"
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -3,7 +3,7 @@
 # while `sesame token --force-refresh` rotates the refresh token, RUNS times. After each kill the server restarts on
 # the same file and must still have the user (a password sign-in works), the grant (the client's retry refreshes)
 # and the signing key (the JWKS still holds the first run's key); SQLite's integrity check must pass.
-#   Scripts/kill-serve.sh [RUNS] [GRACE_SECONDS]    defaults: 200 runs, a 30 s refresh reuse grace, so that a
+#   Scripts/kill-serve.sh [RUNS] [GRACE_SECONDS]    defaults: 200 runs (CI: 50), a 30 s refresh reuse grace, so that a
 #                                                   rotation that committed but whose answer died with the server is
 #                                                   presented again and taken
 # Exits 1 on a lost user or key, a damaged database, or (with a grace) a lost grant; without a grace, grants lost
@@ -13,7 +13,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-200}
 grace=${2:-30}
 sesame=$root/.build/debug/sesame
-[ -x "$sesame" ] || (cd "$root" && swift build --product sesame -j 2 >/dev/null)
+for value in "$runs" "$grace"; do
+    [[ "$value" =~ ^[0-9]+$ ]] || { sed -n '2,/^set /p' "$0" | grep '^#' >&2; echo "$(basename "$0"): RUNS and GRACE_SECONDS are whole numbers" >&2; exit 2; }
+done
+# Always the current code: a no-op when the binary is up to date.
+build_log=$(mktemp)
+if ! (cd "$root" && swift build --product sesame > "$build_log" 2>&1); then
+    tail -n 20 "$build_log" >&2
+    rm -f "$build_log"
+    exit 1
+fi
+rm -f "$build_log"
 work=$(mktemp -d)
 server=
 trap '{ [ -n "$server" ] && kill -9 $server && wait $server; } 2>/dev/null; rm -rf "$work"' EXIT

@@ -12,11 +12,21 @@
 # Fails on any sanitizer report, even one in a test that passed, and on any failed test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind="${1:?usage: Scripts/sanitize.sh thread|address [--filter REGEX]}"
+usage() {
+    echo "usage: Scripts/sanitize.sh thread|address [--filter REGEX]   (REGEX as swift test --filter takes it)" >&2
+    exit 2
+}
+kind="${1:-}"
+case "$kind" in thread | address) ;; *) usage ;; esac
 shift
 filter="SesameTests|SesameIntegrationTests|SesameDevServerTests|SesameLoopbackTests|SesameJOSETests"
-if [[ "${1:-}" == "--filter" ]]; then filter="$2"; fi
-case "$kind" in thread | address) ;; *) echo "sanitize.sh: thread or address" >&2; exit 2 ;; esac
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --filter) [[ $# -ge 2 ]] || usage; filter="$2"; shift 2 ;;
+    --filter=*) filter="${1#--filter=}"; shift ;;
+    *) usage ;;
+    esac
+done
 scratch=.build/tsan
 [[ "$kind" == address ]] && scratch=.build/asan
 # (gold's "cannot export local symbol __asan_*" warnings are the sanitizer runtime's own: noise.)
@@ -35,8 +45,9 @@ if [[ "$reports" -gt 0 ]]; then
     echo "sanitize.sh: $kind: $reports report(s) (the whole log: $log)"
     exit 1
 fi
-if [[ $status -ne 0 ]] || ! grep -q "Test run with .* passed" "$log"; then
-    echo "sanitize.sh: $kind: the tests failed (exit $status; the whole log: $log)"
+count=$(grep -oE "Test run with [0-9]+ tests" "$log" | tail -1 | grep -oE "[0-9]+" || echo 0)
+if [[ $status -ne 0 ]] || ! grep -q "Test run with .* passed" "$log" || [[ "$count" -eq 0 ]]; then
+    echo "sanitize.sh: $kind: the tests failed or none ran (exit $status, $count tests; the whole log: $log)"
     exit 1
 fi
 echo "sanitize.sh: $kind: no report; $(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1) passed"
