@@ -39,10 +39,12 @@ enum Fixtures {
     }
     static let folder: URL = {
         let base = ProcessInfo.processInfo.environment["SESAME_FUZZ_SCRATCH"] ?? NSTemporaryDirectory()
-        let url = URL(fileURLWithPath: base).appendingPathComponent("sesame-fuzz-\(getpid())")
-        made {
-            try FileManager.default.createDirectory(
-                at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // A new folder of an unguessable name, made by this process (mkdir fails on anything already there, a link
+        // included): what the harness writes and deletes is only ever in it.
+        let url = URL(fileURLWithPath: base).appendingPathComponent("sesame-fuzz-\(UUID().uuidString)")
+        guard mkdir(url.path, 0o700) == 0 else {
+            FileHandle.standardError.write(Data("fuzz harness: cannot make \(url.path)\n".utf8))
+            exit(2)
         }
         setenv("SESAME_HOME", url.appendingPathComponent("home").path, 1)
         atexit { try? FileManager.default.removeItem(at: Fixtures.folder) }
@@ -161,8 +163,16 @@ enum Fixtures {
     static func dpopProof(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
         let endpoint = url("https://op.example/token")
-        _ = try? DPoPProofVerifier().verify(text, method: "POST", url: endpoint, now: now)
-        _ = try? DPoPProofVerifier().verify(text, method: "GET", url: endpoint, accessToken: "at", nonce: "n", now: now)
+        // A proof verifies only with a signature by the key it carries, which no mutation makes: whatever verifies
+        // was accepted unsigned, with `none`, or with a MAC.
+        if let verified = try? DPoPProofVerifier().verify(text, method: "POST", url: endpoint, now: now) {
+            require(false, "a fuzzed DPoP proof verified: \(verified.thumbprint)")
+        }
+        if (try? DPoPProofVerifier().verify(text, method: "GET", url: endpoint, accessToken: "at", nonce: "n", now: now))
+            != nil
+        {
+            require(false, "a fuzzed DPoP proof verified for a resource")
+        }
     }
 
     static func httpRequest(_ bytes: [UInt8]) {

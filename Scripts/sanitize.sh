@@ -29,9 +29,13 @@ while [[ $# -gt 0 ]]; do
 done
 scratch=.build/tsan
 [[ "$kind" == address ]] && scratch=.build/asan
-# (gold's "cannot export local symbol __asan_*" warnings are the sanitizer runtime's own: noise.)
-swift build --build-tests --sanitize="$kind" --scratch-path "$scratch" 2>&1 | grep -E "error:|warning: " |
-    grep -v "Cannot export local symbol '__asan" && exit 1
+mkdir -p "$scratch"
+build_log="$scratch/build.log"
+if ! swift build --build-tests --sanitize="$kind" --scratch-path "$scratch" > "$build_log" 2>&1; then
+    grep -E "error" "$build_log" | head -n 20
+    echo "sanitize.sh: $kind: the build failed (log: $build_log)"
+    exit 1
+fi
 log="$scratch/test.log"
 status=0
 # Leaks are not checked: LeakSanitizer takes Swift globals whose pointers sit in enum payloads for leaks.

@@ -7,7 +7,9 @@
     import Sesame
 
     /// What Sign in with Apple returns, ready for your backend's exchange.
-    public struct AppleIDSignInResult: Sendable {
+    public struct AppleIDSignInResult: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+        CustomReflectable
+    {
         /// The identity token (a JWT signed by Apple).
         public let identityToken: String
         /// The raw nonce whose SHA-256 the token carries.
@@ -16,6 +18,19 @@
         public let user: String
         /// The email, on first sign-in only.
         public let email: String?
+
+        /// The user and whether an email came: never the identity token or the nonce.
+        public var description: String {
+            "AppleIDSignInResult(user: \(user), email: \(email == nil ? "none" : "present"))"
+        }
+
+        /// As ``description``.
+        public var debugDescription: String { description }
+
+        /// What `dump()` and debuggers show: as ``description``.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["user": user, "email": email == nil ? "none" : "present"], displayStyle: .struct)
+        }
     }
 
     /// Runs one Sign in with Apple request.

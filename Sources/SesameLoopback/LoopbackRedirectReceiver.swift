@@ -7,7 +7,7 @@ public import Foundation
 /// none) ends the wait at once with ``Failure/stateMismatch`` — the flow cannot complete any more, as AppAuth and
 /// kubelogin also decide — and the browser is told why. Another path is answered 404, a foreign `Host` 421, and a
 /// bare request without `state`, `code` or `error` 400; those leave the wait going.
-public final class LoopbackRedirectReceiver: Sendable {
+public final class LoopbackRedirectReceiver: Sendable, CustomReflectable {
     /// Why waiting ended without a redirect.
     public enum Failure: Error, Sendable, Equatable {
         /// Nothing came within the timeout.
@@ -65,6 +65,9 @@ public final class LoopbackRedirectReceiver: Sendable {
                     : "Response received. You can close this tab and return to the terminal or app.")
         }
     }
+
+    /// What `dump()` and debuggers show: nothing of the state or the response that arrived (its code).
+    public var customMirror: Mirror { Mirror(self, children: [:], displayStyle: .class) }
 
     /// Starts listening; returns the redirect URI (`http://127.0.0.1:PORT/callback`).
     ///

@@ -128,7 +128,7 @@ import Testing
     }
 
     @Test(
-        "LOGOUT-04: an end-session page that fails or is cancelled still ends the local session; the CLI's logout deletes the DPoP key too"
+        "LOGOUT-04: an end-session page that fails or is cancelled still ends the local session (the facade keeps the DPoP key: the article's not-supported table says why)"
     )
     func endSessionCancelled() async throws {
         let oidc = try OIDCTestServer()

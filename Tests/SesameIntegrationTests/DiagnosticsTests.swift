@@ -98,7 +98,9 @@ import Testing
                 authentication: .clientSecretBasic(ServiceAccountClientTests.secret), timeSource: service.clock)
             secrets.append(try await legacy.accessToken())
             secrets.append(ServiceAccountClientTests.secret)
+            if let d = serviceKey.jsonValue(includingPrivate: true)["d"]?.stringValue { secrets.append(d) }
             describe(account)
+            describe(legacy)
             // The code flow by hand: the code and the verifier are secrets too.
             let plain = try await oidc.provider()
             let pending = try await plain.authorizationRequest()
@@ -111,6 +113,9 @@ import Testing
             let byHand = try await plain.completeAuthorization(redirect: redirect, pending: pending)
             keep(byHand)
             [pending, byHand, plain, auth, auth.session].forEach(describe)
+            describe(try AuthorizationResponse(url: redirect))
+            let loopback = try LoopbackUserAgent(open: .custom { _ in })
+            describe(loopback)
             // A replayed code: its error is described and dumped too.
             do { _ = try await plain.completeAuthorization(redirect: redirect, pending: pending) } catch {
                 describe(error)
@@ -140,6 +145,7 @@ import Testing
             defer { rest.server.stop() }
             let nonce = SignInWithAppleNonce()
             secrets.append(nonce.raw)
+            describe(nonce)
             let minted = try await rest.admin.send(
                 "POST", "/_dev/apple/identity-token",
                 json: ["sub": "000777.apple", "email": "ana@example.com", "nonce": .string(nonce.raw)])

@@ -286,9 +286,10 @@ struct SlowClientTests {
             $0.maxConnectionsPerPeer = 1
         }
         defer { server.stop() }
-        // A small, fixed receive buffer: on a busy machine the kernel would otherwise take in megabytes of answers,
-        // and the server, still making progress, would rightly keep serving the greedy client for seconds.
-        let greedy = try RawClient(port: server.port, receiveBuffer: 8192)
+        // The client's receive buffer as the kernel sizes it: what bounds the answers parked for it is the server's
+        // send buffer (256 KiB); with loopback's autotuned one (megabytes) the server kept "making progress" for
+        // seconds on a slow machine before the write timeout could start.
+        let greedy = try RawClient(port: server.port)
         let sent = DispatchSemaphore(value: 0)
         Thread {
             let one = "GET /hello?name=pipelined-and-never-read HTTP/1.1\r\nHost: x\r\n\r\n"

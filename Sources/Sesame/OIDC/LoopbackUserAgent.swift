@@ -20,13 +20,14 @@ internal import SesameLoopback
 /// Only the redirect with the sign-in's `state` completes it; one with another `state` ends the sign-in at once
 /// (``AuthError/Code/invalidAuthorizationResponse``), the browser told why. An agent serves one sign-in: make a new
 /// one for the next.
-public final class LoopbackUserAgent: AuthorizationUserAgent {
+public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable {
     /// How the authorization URL reaches the user.
     public enum Opener: Sendable {
         /// The system browser: `xdg-open` on Linux, `open` on macOS. Where there is neither, or it fails (a server,
         /// an SSH session), the URL is written to standard error instead, so the sign-in never waits unseen.
         case systemBrowser
-        /// Your code: print the URL, open an embedded view, post it to a test's browser.
+        /// Your code: print the URL, show it as a QR code for another device, post it to a test's browser — never an
+        /// embedded web view (RFC 8252 §8.12: the app could read the user's password).
         case custom(@Sendable (URL) async throws -> Void)
     }
 
@@ -37,6 +38,11 @@ public final class LoopbackUserAgent: AuthorizationUserAgent {
     private let receiver: LoopbackRedirectReceiver
     private let opener: Opener
     private let used = LockedValue(false)
+
+    /// What `dump()` and debuggers show: the redirect URI and the timeout, never the state or the response.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["redirectURI": redirectURI, "timeout": timeout], displayStyle: .class)
+    }
 
     /// Binds the listener now.
     ///

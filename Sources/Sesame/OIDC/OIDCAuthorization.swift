@@ -87,7 +87,7 @@ public struct AuthorizationOptions: Sendable {
 }
 
 /// What the provider sent back to the redirect URI, parsed (RFC 6749 §4.1.2, RFC 9207).
-public struct AuthorizationResponse: Sendable {
+public struct AuthorizationResponse: Sendable, CustomStringConvertible, CustomReflectable {
     /// The query parameters (each name once; a repeated name makes the response invalid).
     public let parameters: [String: String]
 
@@ -110,4 +110,16 @@ public struct AuthorizationResponse: Sendable {
         }
         self.parameters = parameters
     }
+
+    /// The parameters' names, and the values of `error` and `iss` only: never the code or the state.
+    public var description: String {
+        let shown = parameters.keys.sorted().map { name in
+            ["error", "iss"].contains(name)
+                ? "\(name)=\(PrintableText.sanitized(parameters[name] ?? "", limit: 80))" : "\(name)=<redacted>"
+        }
+        return "AuthorizationResponse(\(shown.joined(separator: ", ")))"
+    }
+
+    /// What `dump()` and debuggers show: as ``description``.
+    public var customMirror: Mirror { Mirror(self, children: ["parameters": description], displayStyle: .struct) }
 }

@@ -6,7 +6,7 @@ import SesameJOSE
 ///
 /// Send ``hashed`` to Apple (`ASAuthorizationAppleIDRequest.nonce`) and ``raw`` to your backend with the identity
 /// token; the backend hashes the raw value and compares. A fresh nonce per request stops token replay.
-public struct SignInWithAppleNonce: Sendable, Hashable, CustomStringConvertible {
+public struct SignInWithAppleNonce: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The raw nonce: 32 random bytes, base64url.
     ///
     /// Keep it until the exchange; send it only to your backend.
@@ -23,4 +23,9 @@ public struct SignInWithAppleNonce: Sendable, Hashable, CustomStringConvertible 
 
     /// Never the raw value.
     public var description: String { "SignInWithAppleNonce(hashed: \(hashed.prefix(8))…)" }
+
+    /// What `dump()` and debuggers show: the hash's first characters, never the raw value.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["hashed": "\(hashed.prefix(8))…"], displayStyle: .struct)
+    }
 }
