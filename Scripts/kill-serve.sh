@@ -26,7 +26,8 @@ fi
 rm -f "$build_log"
 work=$(mktemp -d)
 server=
-trap '{ [ -n "$server" ] && kill -9 $server && wait $server; } 2>/dev/null; rm -rf "$work"' EXIT
+# (The server's "Killed" status must not become the script's: under set -e a failing last command of the trap would.)
+trap '{ [ -n "$server" ] && kill -9 $server && wait $server; } 2>/dev/null || true; rm -rf "$work"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
 start() {
