@@ -12,20 +12,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-200}
 grace=${2:-0}
 sesame=$root/.build/debug/sesame
-for value in "$runs" "$grace"; do
-    [[ "$value" =~ ^[0-9]+$ ]] || { sed -n '2,/^set /p' "$0" | grep '^#' >&2; echo "$(basename "$0"): RUNS and GRACE_SECONDS are whole numbers" >&2; exit 2; }
-done
-# Always the current code: a no-op when the binary is up to date.
-build_log=$(mktemp)
-if ! (cd "$root" && swift build --product sesame > "$build_log" 2>&1); then
-    tail -n 20 "$build_log" >&2
-    rm -f "$build_log"
-    exit 1
-fi
-rm -f "$build_log"
+source "$root/Scripts/kill-common.sh"
+require_whole_numbers "$runs" "$grace"
+build_sesame "$root"   # always the current code
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$sesame" serve --port "$port" --password-iterations 1000 --refresh-reuse-grace "$grace" \
     --user alice@example.com:correct-horse >/dev/null 2>"$work/serve.log" &
 server=$!
