@@ -161,18 +161,27 @@ final class Tmpfs {
         #expect(try await store.load(profile: "default") == second)
     }
 
-    @Test(
-        "A FIFO or a symbolic link put where a credentials or key file was: refused at once (never blocking), left in place, and the real file works again once it is back"
-    )
-    func swappedFiles() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-swap-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
+    /// A fresh folder holding `first` and a DPoP key for profile `default`, and the two files' paths.
+    func storedProfile(_ name: String) async throws -> (
+        folder: URL, store: FileTokenStore, keys: FileDPoPKeyStore, credentials: URL, keyFile: URL
+    ) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-\(name)-\(UUID().uuidString)")
         let store = try FileTokenStore(directory: folder)
         let keys = try FileDPoPKeyStore(directory: folder)
         try await store.save(first, profile: "default")
         _ = try await keys.createKey(profile: "default", algorithm: .es256)
-        let credentials = folder.appendingPathComponent("default.json")
-        let keyFile = try keys.keyFile(profile: "default")
+        return (
+            folder, store, keys, folder.appendingPathComponent("default.json"), try keys.keyFile(profile: "default")
+        )
+    }
+
+    @Test(
+        "A FIFO or a symbolic link put where a credentials or key file was: refused at once (never blocking), left in place, and the real file works again once it is back"
+    )
+    func swappedFiles() async throws {
+        let (folder, store, keys, credentials, keyFile) = try await storedProfile("swap")
+        defer { try? FileManager.default.removeItem(at: folder) }
         let elsewhere = folder.appendingPathComponent("elsewhere")
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: false)
         for file in [credentials, keyFile] {
@@ -214,14 +223,8 @@ final class Tmpfs {
         "A truncated credentials file or key file is store_corrupt; the bytes are kept (moved aside or left), and a new sign-in writes a good file"
     )
     func truncatedFiles() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-cut-\(UUID().uuidString)")
+        let (folder, store, keys, credentials, keyFile) = try await storedProfile("cut")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try FileTokenStore(directory: folder)
-        let keys = try FileDPoPKeyStore(directory: folder)
-        try await store.save(first, profile: "default")
-        _ = try await keys.createKey(profile: "default", algorithm: .es256)
-        let credentials = folder.appendingPathComponent("default.json")
-        let keyFile = try keys.keyFile(profile: "default")
         for file in [credentials, keyFile] {
             let whole = try Data(contentsOf: file)
             let cut = whole.prefix(whole.count / 2)
