@@ -61,15 +61,24 @@ struct Poller: @unchecked Sendable {
             }
         }
     #else
-        /// The watched descriptors and their events (`poll(2)` takes the whole set each time).
+        /// The watched descriptors as `poll(2)` takes them, kept from one wait to the next (a wait copies the array
+        /// instead of rebuilding it: with a thousand connections a rebuild per wake-up was the loop's main cost).
         private final class Interest {
             // Guarded by `lock`: a pool thread re-arms its connection.
             let lock = NSLock()
-            var events: [Int32: Int16] = [:]
-            var oneShot: Set<Int32> = []
-            /// Bumped by every watch: a one-shot descriptor is disarmed after an event only if nobody re-armed it
-            /// since the set was taken.
-            var generation: [Int32: UInt64] = [:]
+            /// What poll(2) is given; a disarmed descriptor's entry holds -1, which poll(2) skips (it would report
+            /// a hang-up even with no events asked for: no spinning on those).
+            var entries: [pollfd] = []
+            /// The descriptor of each entry (its `fd` is -1 while disarmed).
+            var owners: [Int32] = []
+            /// Per entry, whether one event disarms it.
+            var oneShot: [Bool] = []
+            /// Per entry, the watch that armed it (drawn from one counter, so a reused descriptor never matches).
+            ///
+            /// A one-shot descriptor is disarmed after an event only if nobody re-armed it since the wait began.
+            var armedBy: [UInt64] = []
+            var index: [Int32: Int] = [:]
+            var watches: UInt64 = 0
         }
         private let interest = Interest()
 
@@ -80,42 +89,65 @@ struct Poller: @unchecked Sendable {
         func watch(_ fd: Int32, read: Bool, write: Bool, new: Bool, oneShot: Bool = false) {
             interest.lock.lock()
             defer { interest.lock.unlock() }
-            interest.events[fd] = (read ? Int16(POLLIN) : 0) | (write ? Int16(POLLOUT) : 0)
-            interest.generation[fd, default: 0] &+= 1
-            if oneShot { interest.oneShot.insert(fd) } else { interest.oneShot.remove(fd) }
+            let events = (read ? Int16(POLLIN) : 0) | (write ? Int16(POLLOUT) : 0)
+            interest.watches &+= 1
+            let entry = pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0)
+            if let slot = interest.index[fd] {
+                interest.entries[slot] = entry
+                interest.oneShot[slot] = oneShot
+                interest.armedBy[slot] = interest.watches
+            } else {
+                interest.index[fd] = interest.entries.count
+                interest.entries.append(entry)
+                interest.owners.append(fd)
+                interest.oneShot.append(oneShot)
+                interest.armedBy.append(interest.watches)
+            }
         }
 
         func forget(_ fd: Int32) {
             interest.lock.lock()
             defer { interest.lock.unlock() }
-            interest.events[fd] = nil
-            interest.generation[fd] = nil
-            interest.oneShot.remove(fd)
+            guard let slot = interest.index.removeValue(forKey: fd) else { return }
+            let last = interest.entries.count - 1
+            if slot != last {
+                interest.entries[slot] = interest.entries[last]
+                interest.owners[slot] = interest.owners[last]
+                interest.oneShot[slot] = interest.oneShot[last]
+                interest.armedBy[slot] = interest.armedBy[last]
+                interest.index[interest.owners[slot]] = slot
+            }
+            interest.entries.removeLast()
+            interest.owners.removeLast()
+            interest.oneShot.removeLast()
+            interest.armedBy.removeLast()
         }
 
         func wait(milliseconds: Int32) -> [Event] {
             interest.lock.lock()
-            // Disarmed descriptors are left out (poll reports hang-ups even without events: no spinning on them).
-            var descriptors = interest.events.filter { $0.value != 0 }.map {
-                pollfd(fd: $0.key, events: $0.value, revents: 0)
-            }
-            let generations = interest.generation
+            var descriptors = interest.entries
+            let armedBy = interest.armedBy
             interest.lock.unlock()
             let count = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
             guard count > 0 else { return [] }
-            let ready = descriptors.filter { $0.revents != 0 }
+            var ready: [Event] = []
+            ready.reserveCapacity(Int(count))
             interest.lock.lock()
-            for entry in ready
-            where interest.oneShot.contains(entry.fd) && interest.generation[entry.fd] == generations[entry.fd] {
-                interest.events[entry.fd] = 0
+            defer { interest.lock.unlock() }
+            for (position, entry) in descriptors.enumerated() where entry.fd >= 0 && entry.revents != 0 {
+                ready.append(
+                    Event(
+                        fd: entry.fd, readable: entry.revents & Int16(POLLIN) != 0,
+                        writable: entry.revents & Int16(POLLOUT) != 0,
+                        failed: entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0))
+                // Looked up again: a descriptor forgotten (and its slot reused) since the copy is left alone.
+                if let slot = interest.index[entry.fd], interest.oneShot[slot],
+                    interest.armedBy[slot] == armedBy[position]
+                {
+                    interest.entries[slot].fd = -1
+                }
             }
-            interest.lock.unlock()
-            return ready.map { entry in
-                Event(
-                    fd: entry.fd, readable: entry.revents & Int16(POLLIN) != 0,
-                    writable: entry.revents & Int16(POLLOUT) != 0,
-                    failed: entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0)
-            }
+            return ready
         }
     #endif
 }
