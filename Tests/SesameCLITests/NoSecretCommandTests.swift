@@ -90,4 +90,103 @@ import Testing
             #expect(!text.contains("eyJhbGciOi"), "\(what) shows something JWT-like")
         }
     }
+
+    @Test(
+        "No token, client secret, private key or client assertion in the device flow's or a service account's output (--verbose, text and --json) or the server's log"
+    )
+    func deviceAndServiceAccounts() throws {
+        let secret = "svc-secret-\(UUID().uuidString)"
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let key = try JWK.generate(for: .es256)
+        let keyFile = folder.appendingPathComponent("nightly.jwk")
+        let privateJSON = try JOSEValue.parse(Data(key.jsonValue(includingPrivate: true).jsonBytes)).objectValue
+        try Data(key.jsonValue(includingPrivate: true).jsonBytes).write(to: keyFile)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
+        let config = folder.appendingPathComponent("dev-idp.json")
+        try Data(
+            #"""
+            {"clients": [
+              {"client_id": "nightly", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "private_key_jwt",
+               "jwks": \#(jwks), "scope": "reports.read"},
+              {"client_id": "legacy", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic",
+               "client_secret": "\#(secret)", "scope": "reports.read"}
+            ]}
+            """#.utf8
+        ).write(to: config)
+        let workspace = try OIDCLoginCommandTests.Workspace(serving: ["--config", config.path], logging: true)
+        defer { workspace.stop() }
+        let (server, environment) = (workspace.server, workspace.environment)
+        var outputs: [(String, String)] = []
+        var secrets = [secret, "correct-horse", privateJSON?["d"]?.stringValue ?? ""]
+        func run(_ arguments: [String], stdin: String? = nil, tokenOnStdout: Bool = false) throws -> CLIResult {
+            let result = try CLIRunner.run(arguments, stdin: stdin, environment: environment)
+            if !tokenOnStdout { outputs.append((arguments.joined(separator: " ") + " (stdout)", result.stdout)) }
+            outputs.append((arguments.joined(separator: " ") + " (stderr)", result.stderr))
+            secrets += Self.storedSecrets(workspace.folder)
+            return result
+        }
+        // The device flow, approved on the device page; every line it printed is kept.
+        let login = try OIDCLoginCommandTests.BackgroundLogin(
+            ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--device", "--verbose"],
+            environment: environment)
+        var shown: [String] = []
+        let code = try #require(
+            login.line { line in
+                shown.append(line)
+                return line.count == 9 && line.dropFirst(4).first == "-"
+            })
+        let browser = TestBrowser(port: server.base.port ?? 0)
+        let page = try browser.get("/device")
+        let confirmation = try browser.post(
+            "/device",
+            form: page.hiddenFields() + [
+                ("user_code", code), ("email", "alice@example.com"), ("password", "correct-horse"),
+                ("action", "approve"),
+            ])
+        _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+        let (status, rest) = login.finish()
+        #expect(status == 0, "\(rest)")
+        outputs.append(("login --device (stderr)", shown.joined(separator: "\n") + "\n" + rest))
+        secrets += Self.storedSecrets(workspace.folder)
+        for command in [["status"], ["status", "--json"], ["userinfo", "--json"]] {
+            #expect(try run(command + ["--verbose"]).status == 0, "\(command)")
+        }
+        let token = try run(["token", "--force-refresh", "--verbose"], tokenOnStdout: true)
+        secrets.append(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(try run(["logout", "--verbose"]).status == 0)
+        // Service accounts: a private key (its assertions are JWTs) and a secret on standard input.
+        let issuer = server.base.absoluteString
+        let keyLogin = try run(
+            ["login", "--client-credentials", "--issuer", issuer, "--client-id", "nightly", "--key", keyFile.path]
+                + ["--verbose"])
+        #expect(keyLogin.status == 0, "\(keyLogin.stderr)")
+        let secretLogin = try run(
+            ["login", "--client-credentials", "--issuer", issuer, "--client-id", "legacy", "--client-secret-stdin"]
+                + ["--profile", "legacy", "--verbose"], stdin: secret + "\n")
+        #expect(secretLogin.status == 0, "\(secretLogin.stderr)")
+        _ = try run(
+            ["login", "--client-credentials", "--issuer", issuer, "--client-id", "legacy", "--client-secret-stdin"]
+                + ["--profile", "wrong", "--verbose"], stdin: "wrong-\(secret)\n")
+        secrets.append("wrong-\(secret)")
+        for profile in ["default", "legacy"] {
+            for command in [["status"], ["status", "--json"], ["token", "--force-refresh"], ["logout"]] {
+                let result = try run(
+                    command + ["--profile", profile, "--verbose"], tokenOnStdout: command.first == "token")
+                #expect(result.status == 0, "\(command) \(profile): \(result.stderr)")
+                if command.first == "token" { secrets.append(result.stdout.trimmingCharacters(in: .whitespaces)) }
+            }
+        }
+        let log = try String(contentsOf: workspace.log, encoding: .utf8)
+        outputs.append(("sesame serve's log", log))
+        let unique = Set(secrets.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { $0.count >= 8 })
+        #expect(unique.count >= 7, "tokens, secrets and a key were collected: \(unique.count)")
+        for (what, text) in outputs {
+            for value in unique {
+                #expect(!text.contains(value), "\(what) shows a secret of \(value.count) characters")
+            }
+            #expect(!text.contains("eyJhbGciOi"), "\(what) shows something JWT-like")
+        }
+    }
 }

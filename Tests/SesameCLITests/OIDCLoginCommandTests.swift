@@ -304,6 +304,17 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: keyFile.path), "a Bearer sign-in removes the key")
         let bearer = try CLIRunner.run(["status", "--json"], environment: workspace.environment)
         #expect(bearer.stdout.contains("\"dpop\":false"))
+        // A corrupt profile is cleared by logout, its key with it (nothing of the session is left behind).
+        try workspace.signIn(["--dpop"])
+        #expect(FileManager.default.fileExists(atPath: keyFile.path))
+        let settings = workspace.folder.appendingPathComponent("profiles/default.json")
+        try Data("{broken".utf8).write(to: settings)
+        let logout = try CLIRunner.run(["logout"], environment: workspace.environment)
+        #expect(logout.status == 0 && logout.stderr.contains("signed out"), "\(logout.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: keyFile.path), "the corrupt profile's DPoP key is deleted")
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: workspace.folder.appendingPathComponent("credentials/default.json").path))
     }
 
     @Test("a lost DPoP key: status and request say sign in again (exit 3), logout still works")

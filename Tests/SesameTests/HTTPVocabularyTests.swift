@@ -97,8 +97,12 @@ import Testing
             status: 200, headers: ["Set-Cookie": "secret-cookie"], body: Data("secret-body".utf8))
         let basic = BasicAuthenticator(user: "me", password: "secret-password")
         let endpoint = AuthorizedClient.Endpoint.post("/login", body: Data("secret-body".utf8))
+        // A path may carry its own query, or be an absolute URL with user info.
+        let withQuery = AuthorizedClient.Endpoint.get(
+            "/files?access_token=secret-query#secret-fragment", query: [.init(name: "key", value: "secret-item")])
+        let absolute = AuthorizedClient.Endpoint.get("https://me:secret-userinfo@api.example/x?sig=secret-sig")
         var texts: [String] = []
-        for value in [tokens, request, response, basic, endpoint] as [Any] {
+        for value in [tokens, request, response, basic, endpoint, withQuery, absolute] as [Any] {
             texts.append(String(describing: value))
             texts.append(String(reflecting: value))
             var dumped = ""
@@ -107,6 +111,8 @@ import Testing
         }
         for text in texts { #expect(!text.contains("secret"), "\(text)") }
         #expect(texts[0].contains("u1") && texts[3].contains("POST"))
+        #expect(withQuery.description == "Endpoint(GET /files?…, body: 0 bytes)")
+        #expect(absolute.description == "Endpoint(GET https://api.example/x?…, body: 0 bytes)")
     }
 }
 

@@ -75,16 +75,18 @@ extension AuthorizedClient {
             Endpoint("DELETE", path, authorization: authorization)
         }
 
-        /// Method and path; never a header value or the body.
-        public var description: String { "Endpoint(\(method) \(path), body: \(body?.count ?? 0) bytes)" }
+        /// Method and path without its query or user info; never a header value, query value or the body.
+        public var description: String {
+            "Endpoint(\(method) \(Redaction.path(path)), body: \(body?.count ?? 0) bytes)"
+        }
 
         /// A mirror without header values or the body, for `dump()`.
         public var customMirror: Mirror {
             Mirror(
                 self,
                 children: [
-                    "method": method, "path": path, "headers": headers.fields.map(\.name),
-                    "body": "\(body?.count ?? 0) bytes", "timeout": timeout,
+                    "method": method, "path": Redaction.path(path), "query": query.map(\.name),
+                    "headers": headers.fields.map(\.name), "body": "\(body?.count ?? 0) bytes", "timeout": timeout,
                 ], displayStyle: .struct)
         }
     }

@@ -227,6 +227,17 @@ enum Redaction {
         components.password = nil
         return (components.string ?? "<url>") + (hadQuery ? "?…" : "")
     }
+
+    /// An endpoint's path as written (relative, with a `?query`, or an absolute URL) without query, fragment or
+    /// user info.
+    static func path(_ text: String) -> String {
+        if text.contains("://") || text.contains("@") {
+            guard let url = URL(string: text), url.scheme != nil else { return "<url>" }
+            return Redaction.url(url)
+        }
+        guard let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return text }
+        return String(text[..<end]) + (text[end] == "?" ? "?…" : "")
+    }
 }
 
 /// Sends HTTP requests: the one seam between Sesame and the network.

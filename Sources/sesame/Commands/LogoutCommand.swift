@@ -47,6 +47,9 @@ struct LogoutCommand: SesameCommand {
                     _ = try? await store.withExclusiveAccess(profile: name) { try await store.delete(profile: name) }
                 }
             }
+            // And what a signed-in profile keeps beside its credentials: the DPoP key and a service's secret.
+            try? await OIDCLoginFlow.dpopKeys(profile).deleteKey(profile: name)
+            try? PrivateFile.delete(ServiceAccountLogin.secretURL(profile))
             FileHandle.standardError.write(Data("signed out (profile \(profile.name))\n".utf8))
             return
         }
