@@ -78,17 +78,61 @@ public enum HTTPFormEncoding {
         pairs.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
     }
 
-    private static let unreserved = CharacterSet(
-        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*")
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
-    /// Percent-encodes everything but the unreserved set, spaces as `+`.
+    /// Percent-encodes everything but the unreserved set (`-._*`, letters, digits), spaces as `+`, byte by byte.
     public static func escape(_ text: String) -> String {
-        (text.addingPercentEncoding(withAllowedCharacters: unreserved.union([" "])) ?? "")
-            .replacingOccurrences(of: " ", with: "+")
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "*"):
+                encoded.append(byte)
+            case UInt8(ascii: " "):
+                encoded.append(UInt8(ascii: "+"))
+            default:
+                encoded.append(UInt8(ascii: "%"))
+                encoded.append(hexDigits[Int(byte >> 4)])
+                encoded.append(hexDigits[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
+    /// One component decoded byte for byte: `+` as a space, `%XX` as its byte; nil for a `%` without two hex digits
+    /// or bytes that are not UTF-8.
+    ///
+    /// Not Foundation's `removingPercentEncoding`, which drops a leading U+FEFF and so makes `%EF%BB%BFx` and `x`
+    /// the same value: identifiers compare byte for byte.
+    public static func decodeComponent(_ text: some StringProtocol) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue)
+                else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// A component as `decodeComponent` reads it, or with only `+` made a space when it does not decode.
     private static func unescape(_ text: Substring) -> String {
-        let spaced = text.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
+        decodeComponent(text) ?? text.replacingOccurrences(of: "+", with: " ")
     }
 }

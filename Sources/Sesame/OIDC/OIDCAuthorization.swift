@@ -101,8 +101,8 @@ public struct AuthorizationResponse: Sendable, CustomStringConvertible, CustomRe
         else { throw AuthError(.invalidAuthorizationResponse, "the redirect has no query parameters") }
         var parameters: [String: String] = [:]
         for item in items {
-            let name = item.name.removingPercentEncoding ?? item.name
-            let value = (item.value ?? "").replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            let name = OIDCAuthProvider.formDecoded(item.name, plusIsSpace: false) ?? item.name
+            let value = OIDCAuthProvider.formDecoded(item.value ?? "", plusIsSpace: true) ?? ""
             guard parameters[name] == nil else {
                 throw AuthError(.invalidAuthorizationResponse, "the redirect repeats the parameter \(name)")
             }

@@ -174,10 +174,8 @@ extension DevServer {
         guard parts.count == 2, parts[0].lowercased() == "basic", let data = Data(base64Encoded: String(parts[1])),
             let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { return nil }
-        func formDecoded(_ part: Substring) -> String? {
-            String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-        }
-        guard let id = formDecoded(text[..<colon]), let secret = formDecoded(text[text.index(after: colon)...])
+        guard let id = HTTPFormEncoding.decodeComponent(text[..<colon]),
+            let secret = HTTPFormEncoding.decodeComponent(text[text.index(after: colon)...])
         else { return nil }
         return (id, secret)
     }

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+@testable import Sesame
+
+/// The client's form encoder against Foundation's percent-encoding as the reference.
+///
+/// `OIDCAuthProvider.formComponent` (RFC 3986 unreserved only) walks UTF-8 bytes itself instead of building a
+/// `CharacterSet` per call; what it writes must be what Foundation writes. (The servers' encoder:
+/// `FormEscapeTests` in SesameLoopbackTests.)
+@Suite struct FormEncodingTests {
+    /// Words meant to break an encoder (the servers' test has the same list): every ASCII byte, multi-byte scalars, a combining mark, a lone `%`.
+    static let words: [String] = {
+        var words = [
+            "", "abc-._~XYZ019", "a b+c&d=e", "%", "%41", "é", "e\u{301}", "😀", "日本語", "\u{0}\u{7F}", "*'()!",
+            "https://op.example/cb?x=1#f", "\u{FEFF}", "🏳️‍🌈",
+        ]
+        words.append(String(decoding: (0...127).map { UInt8($0) }, as: UTF8.self))
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aZ9-._~*+ %&=/?#é€😀\u{301}\n\t\"'")
+        for _ in 0..<500 {
+            words.append(
+                String(
+                    (0..<Int.random(in: 0...24, using: &generator)).map { _ in
+                        alphabet[Int.random(in: alphabet.indices, using: &generator)]
+                    }))
+        }
+        return words
+    }()
+
+    @Test("The client's form component: RFC 3986 unreserved kept, every other byte %XX, as Foundation writes it")
+    func clientComponent() {
+        let unreserved = CharacterSet(
+            charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        for word in Self.words {
+            let reference = word.addingPercentEncoding(withAllowedCharacters: unreserved)
+            #expect(OIDCAuthProvider.formComponent(word) == reference, "\(Array(word.utf8))")
+            #expect(OIDCAuthProvider.formDecoded(OIDCAuthProvider.formComponent(word), plusIsSpace: true) == word)
+        }
+        #expect(OIDCAuthProvider.formEncode([("a b", "x&y=z"), ("é", "")]) == "a%20b=x%26y%3Dz&%C3%A9=")
+    }
+
+    @Test("A redirect's parameters decode byte for byte: a leading U+FEFF stays (Foundation's decoder drops it)")
+    func byteExactDecoding() throws {
+        #expect(OIDCAuthProvider.formDecoded("%EF%BB%BFabc", plusIsSpace: true) == "\u{FEFF}abc")
+        #expect(OIDCAuthProvider.formDecoded("a+b%2B", plusIsSpace: true) == "a b+")
+        #expect(OIDCAuthProvider.formDecoded("a+b", plusIsSpace: false) == "a+b")
+        for broken in ["%", "%4", "%G1", "abc%", "%FF", "%C3"] {
+            #expect(OIDCAuthProvider.formDecoded(broken, plusIsSpace: true) == nil, "\(broken)")
+        }
+        let url = try #require(
+            URL(string: "http://127.0.0.1/cb?code=c&state=%EF%BB%BFs1&iss=%EF%BB%BFhttps%3A%2F%2Fop"))
+        let response = try AuthorizationResponse(url: url)
+        #expect(response.parameters["state"] == "\u{FEFF}s1" && response.parameters["iss"] == "\u{FEFF}https://op")
+    }
+}
