@@ -240,7 +240,7 @@ struct SlowClientTests {
 
     @Test(
         "1,000 connections trickling a byte every 2 s: a fresh client is served within 1 s, and every trickler is cut by its request-line deadline",
-        .timeLimit(.minutes(1)))
+        .enabled(if: runsDescriptorHeavyTests, Comment(rawValue: descriptorHeavyNotice)), .timeLimit(.minutes(1)))
     func thousandTricklers() throws {
         let server = try HTTPServerTests.makeServer { $0.maxConnections = 256 }
         defer { server.stop() }
@@ -259,7 +259,9 @@ struct SlowClientTests {
         #expect(Date().timeIntervalSince(started) < 5, "every trickler was cut within its deadline")
     }
 
-    @Test("1,000 idle keep-alive connections: a newcomer is still served at once", .timeLimit(.minutes(1)))
+    @Test(
+        "1,000 idle keep-alive connections: a newcomer is still served at once",
+        .enabled(if: runsDescriptorHeavyTests, Comment(rawValue: descriptorHeavyNotice)), .timeLimit(.minutes(1)))
     func thousandIdle() throws {
         let server = try HTTPServerTests.makeServer { $0.readTimeout = 30 }
         defer { server.stop() }
