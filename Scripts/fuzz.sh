@@ -5,8 +5,10 @@
 # their objects. One binary holds every target; SESAME_FUZZ_TARGET picks one.
 #
 #   Scripts/fuzz.sh --list               the targets
-#   Scripts/fuzz.sh TARGET [SECONDS]     runs one (default 60 s); a failing input goes to .build/fuzz/TARGET/
-#                                        (crash-*, timeout-* or oom-*, as libFuzzer names it)
+#   Scripts/fuzz.sh TARGET [SECONDS [RUNS]]
+#                                        runs one (default 60 s; with RUNS, stops at that many executions if that
+#                                        comes first); a failing input goes to .build/fuzz/TARGET/ (crash-*,
+#                                        timeout-* or oom-*, as libFuzzer names it)
 #   Scripts/fuzz.sh all [SECONDS]        runs each target in turn for SECONDS (default 60; CI: 20)
 #   Scripts/fuzz.sh --replay TARGET FILE runs one input once, as a run would (to reproduce, then to check a fix)
 #   Scripts/fuzz.sh --build              builds only
@@ -23,7 +25,7 @@ cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
     dpop-proof http-request form stored-files cli-arguments)
 usage() {
-    echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS] | all [SECONDS] | --replay TARGET FILE" >&2
+    echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
 }
 known() { printf '%s\n' "${targets[@]}" | grep -qx -- "$1"; }
@@ -39,7 +41,8 @@ case "${1:-}" in
 esac
 target="$1"
 seconds="${2:-60}"
-[[ "$target" == --replay || "$seconds" =~ ^[0-9]+$ ]] || usage
+runs_limit="${3:--1}"
+[[ "$target" == --replay || ("$seconds" =~ ^[0-9]+$ && "$runs_limit" =~ ^-?[0-9]+$) ]] || usage
 out=.build/fuzz
 scratch=.build/fuzz-spm
 binary="$out/sesame-fuzz"
@@ -160,7 +163,7 @@ run() {
     local scratch_dir
     scratch_dir=$(mktemp -d "$base/sesame-fuzz.XXXXXX")
     local status=0
-    launch "$name" "$scratch_dir" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
+    launch "$name" "$scratch_dir" -max_total_time="$seconds" -runs="$runs_limit" -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$out/$name/" "$corpus" "$out/seeds/$name" "${extra[@]}" > "$log" 2>&1 || status=$?
     rm -rf "$scratch_dir"
     local runs cov ft
