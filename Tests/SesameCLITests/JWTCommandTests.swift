@@ -165,6 +165,7 @@ import Testing
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("Demo complete"))
         #expect(!result.stdout.contains("✗ ") && !result.stdout.contains("\u{1B}["))
+        #expect(result.stdout.contains("✓ the server demanded a nonce (use_dpop_nonce) and the SDK retried with it"))
         for step in ["PKCE", "JWKS", "50 concurrent", "Two processes", "network fails", "DPoP", "stolen", "Sign-out"] {
             #expect(result.stdout.contains(step), "\(step)")
         }
@@ -185,6 +186,25 @@ import Testing
         let plain = try CLIRunner.run(
             executable: script, ["-qec", command, "/dev/null"], environment: ["NO_COLOR": "1"])
         #expect(plain.status == 0 && plain.stdout.contains("Demo complete") && !plain.stdout.contains("\u{1B}["))
+    }
+
+    @Test(
+        "sesame demo exits 1 naming the first step that failed, marked in the summary and in --json (a real fault: a descriptor limit of 40 leaves its server one connection, so the sign-in gets a 503)",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+    func demoFailedStep() throws {
+        let prlimit = URL(fileURLWithPath: "/usr/bin/prlimit")
+        let result = try CLIRunner.run(executable: prlimit, ["--nofile=40", CLIRunner.binary.path, "demo"])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        // Which step meets the limit first depends on timing; the one named is the one the summary marks.
+        let named = try #require(result.stderr.firstMatch(of: /demo_failed: step (\d+) \((.+)\) failed: \S/))
+        let marked = "✗ \(String(format: "%2d", Int(named.1) ?? 0)). \(named.2)"
+        #expect(result.stdout.contains(marked), "\(marked) in \(result.stdout.suffix(400))")
+        #expect(!result.stdout.contains("Demo complete") && result.stdout.contains("Summary"))
+        let json = try CLIRunner.run(executable: prlimit, ["--nofile=40", CLIRunner.binary.path, "demo", "--json"])
+        let objects = try json.stdout.split(separator: "\n").map { try JOSEValue.parse(Array($0.utf8)) }
+        let failed = objects.filter { $0["ok"] == .bool(false) }
+        #expect(json.status == 1 && !failed.isEmpty && failed.allSatisfy { $0["failure"]?.stringValue != nil })
+        #expect(objects.last?["failed"] == .array(failed.compactMap { $0["step"] }), "\(json.stdout.suffix(300))")
     }
 
     @Test("sesame demo --second-process refuses any folder but the demo's own (a real profile's tokens stay home)")

@@ -146,6 +146,7 @@ struct DemoTour {
                 issuer: issuer, clientID: Self.clientID, redirectURI: Self.redirectURI, store: InMemoryTokenStore(),
                 dpopKeys: dpopKeys, transport: wire, timeSource: clock)
             user.clearCookies()
+            let demandsBefore = wire.dpopNonceDemands
             let tokens = try await made.signIn(with: user)
             bound = made
             log.check(
@@ -153,9 +154,11 @@ struct DemoTour {
                 "key \(tokens.dpopKeyThumbprint?.prefix(12) ?? "?")…")
             let response = try await made.client(for: issuer).send(.get("/userinfo"))
             log.check("a DPoP-bound call", response.status == 200)
-            log.note(
-                "each request carries a fresh proof signed by the key; the server demands a nonce (use_dpop_nonce) and the SDK retries once with it"
-            )
+            let demands = wire.dpopNonceDemands - demandsBefore
+            log.check(
+                "the server demanded a nonce (use_dpop_nonce) and the SDK retried with it", demands > 0,
+                "\(demands) demand\(demands == 1 ? "" : "s"), each answered by one retry")
+            log.note("each request carries a fresh proof signed by the key")
         }
 
         await narrator.step("A stolen refresh token replayed: reuse detected, the family revoked", wire: wire) { log in

@@ -7,10 +7,14 @@ import SesameJOSE
 /// transport seam, for the "network fails during a refresh" step).
 final class DemoWire: HTTPTransport, @unchecked Sendable {
     private let inner: any HTTPTransport
-    // `lines` and `unreachable` are only touched under `lock`.
+    // `lines`, `unreachable` and `nonceDemands` are only touched under `lock`.
     private let lock = NSLock()
     private var lines: [String] = []
     private var unreachable = false
+    private var nonceDemands = 0
+
+    /// How many answers so far demanded a DPoP nonce (`use_dpop_nonce` with a `DPoP-Nonce` header, RFC 9449 §8-9).
+    var dpopNonceDemands: Int { lock.withLock { nonceDemands } }
 
     init(_ inner: any HTTPTransport = SesameHTTP.platformTransport) { self.inner = inner }
 
@@ -39,7 +43,14 @@ final class DemoWire: HTTPTransport, @unchecked Sendable {
             throw AuthError(.transport, "the token endpoint is unreachable (the demo cut it)")
         }
         let response = try await inner.send(request)
-        lock.withLock { lines.append("→ \(summary)  ← \(response.status)\(Self.responseDetails(response))") }
+        let demandsNonce =
+            [400, 401].contains(response.status) && response.header("DPoP-Nonce") != nil
+            && ((response.header("WWW-Authenticate") ?? "").contains("use_dpop_nonce")
+                || String(decoding: response.body, as: UTF8.self).contains("use_dpop_nonce"))
+        lock.withLock {
+            lines.append("→ \(summary)  ← \(response.status)\(Self.responseDetails(response))")
+            if demandsNonce { nonceDemands += 1 }
+        }
         return response
     }
 
