@@ -22,12 +22,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: appSupport) }
         let email = "readme@example.com"
         let password = "correct-horse"
-        let local = try #require(server.localURL).absoluteString + "/"
+        let local = try #require(server.localURL).absoluteString
 
-        // README, verbatim but for the URL:
+        // README, verbatim but for the URL (ReadmeSnippetTests checks):
         // swift-format-ignore: NeverForceUnwrap
         // (the README shows the force unwrap a reader would write for a literal URL)
-        let baseURL = URL(string: local)!
+        let baseURL = URL(string: "\(local)/")!
         let provider = RESTAuthProvider(baseURL: baseURL)
         let store = try FileTokenStore(directory: appSupport.appendingPathComponent("credentials"))
         let session = AuthSession(provider: provider, store: store)

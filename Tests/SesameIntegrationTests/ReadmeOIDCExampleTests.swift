@@ -17,22 +17,21 @@ import Testing
         let agent = FormUserAgent(harness: oidc)
         let issuer = oidc.issuer.absoluteString
 
-        // README, verbatim but for the issuer, client, redirect URI and API URL:
+        // README, verbatim but for the literals (issuer, client, redirect URI, API URL); ReadmeSnippetTests checks:
         // swift-format-ignore: NeverForceUnwrap
-        let signIn = try await OIDCAuth.configure(
-            issuer: URL(string: issuer)!, clientID: "sesame-cli",
+        let auth = try await OIDCAuth.configure(
+            issuer: URL(string: "\(issuer)")!, clientID: "sesame-cli",
             redirectURI: "http://127.0.0.1:5555/callback", store: store)
-        try await signIn.signIn(with: agent)
-        let token = try await signIn.accessToken()
-        let claims = try await signIn.userInfo()
+        try await auth.signIn(with: agent)
+        let token = try await auth.accessToken()
+        let claims = try await auth.userInfo()
         // swift-format-ignore: NeverForceUnwrap
-        let api = signIn.client(for: URL(string: issuer)!)
-        let result = await signIn.signOut(endSession: agent)
-
+        let api = auth.client(for: URL(string: "\(issuer)")!)
         #expect(token.split(separator: ".").count == 3 && claims["email"] == "alice@example.com")
         #expect(api.credentialOrigins.count == 1)
-        #expect(result.credentialsRemoved)
-        await #expect(throws: AuthError.self) { try await signIn.accessToken() }
+        _ = await auth.signOut(endSession: agent)
+
+        await #expect(throws: AuthError.self) { try await auth.accessToken() }
     }
 
     @Test("The DPoP article: DPoP with a key store")
@@ -70,8 +69,11 @@ import Testing
         let issuer = oidc.issuer
         let scratch = ScratchFolder()
         struct Profile: Decodable { let sub: String }
-        // The article's lines (the README's are its first six), but the folder is a scratch one, the browser a form-posting stand-in, and the clock the
-        // test's.
+        // The README's lines (ReadmeSnippetTests checks) and then the article's, but the folder is a scratch one, the
+        // browser a form-posting stand-in, and the clock the test's.
+        let environment = ProcessInfo.processInfo.environment
+        let config = environment["XDG_CONFIG_HOME"] ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+        #expect(config.hasSuffix("/.config") || environment["XDG_CONFIG_HOME"] != nil)  // where a real tool keeps it
         let folder = scratch.url
         let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))  // http://127.0.0.1:PORT/callback
         let auth = try await OIDCAuth.configure(
@@ -79,14 +81,15 @@ import Testing
             store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder),
             timeSource: oidc.clock)  // the server's clock is the test's: the proofs' iat must agree with it
         try await auth.signIn(with: agent)
+        let profile = try await auth.userInfo(as: Profile.self)  // your Decodable; sub checked
         let kept = try JSONEncoder().encode(auth.provider.metadata)  // keep it with your settings
         // A later launch, offline or not:
         let again = try await OIDCAuth.restore(
             metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "sesame-cli",
             redirectURI: agent.redirectURI, store: try FileTokenStore(directory: folder),
             dpopKeys: try FileDPoPKeyStore(directory: folder), timeSource: oidc.clock)
-        let profile = try await again.userInfo(as: Profile.self)  // your Decodable; sub checked, refreshed if rejected
-        #expect(!profile.sub.isEmpty && again.provider.dpopSigner != nil)
+        let restored = try await again.userInfo(as: Profile.self)  // your Decodable; sub checked, refreshed if rejected
+        #expect(!profile.sub.isEmpty && restored.sub == profile.sub && again.provider.dpopSigner != nil)
         let logout = try LoopbackUserAgent(timeout: 30, open: DesktopSignInTests.browser(oidc))
         let started = ContinuousClock.now
         let result = await again.signOut(endSession: logout)  // one agent per sign-in or sign-out

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+/// Ties the README's Swift examples to the tests that compile and run them, so that neither can drift.
+///
+/// Every code line of every ```swift block is a line of one test file, in the block's order (string literals and
+/// comments aside: the tests point at the dev server), or is excused below with the reason; and the package manifest
+/// resolves against this clone.
+@Suite struct ReadmeSnippetTests {
+    static let root = ReadmeCLITests.readme.deletingLastPathComponent()
+
+    /// README lines no test can hold as written, and why.
+    static let excused: [String: String] = [
+        #"let folder = URL(fileURLWithPath: config).appendingPathComponent("")"#:
+            "the tests write to a scratch folder, never the user's configuration folder",
+        "let agent = try LoopbackUserAgent()":
+            "this opens a real browser: the tests pass a stand-in that posts the sign-in form (`open:`)",
+        "store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder))":
+            "the tests add the dev server's clock (`timeSource:`) after these arguments",
+    ]
+
+    /// The README's ```swift blocks.
+    static func swiftBlocks() throws -> [String] {
+        let text = try String(contentsOf: ReadmeCLITests.readme, encoding: .utf8)
+        return text.components(separatedBy: "```swift\n").dropFirst().compactMap {
+            $0.components(separatedBy: "\n```").first
+        }
+    }
+
+    /// A line as compared: string literals emptied, the comment cut, blanks collapsed.
+    static func normalized(_ line: some StringProtocol) -> String {
+        var code = String(line).replacing(/"(?:[^"\\]|\\.)*"/, with: "\"\"")
+        if let comment = code.range(of: "//") { code = String(code[..<comment.lowerBound]) }
+        return code.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    /// Every test source, each as its normalized lines.
+    static func testSources() throws -> [(name: String, lines: [String])] {
+        let tests = root.appendingPathComponent("Tests")
+        let paths = FileManager.default.enumerator(atPath: tests.path)?.compactMap { $0 as? String } ?? []
+        return try paths.filter { $0.hasSuffix(".swift") }.map { path in
+            let text = try String(contentsOf: tests.appendingPathComponent(path), encoding: .utf8)
+            return (path, text.split(separator: "\n").map { normalized($0) }.filter { !$0.isEmpty })
+        }
+    }
+
+    /// How many of `wanted` appear in `lines` in order (greedily), and the first that does not.
+    static func inOrder(_ wanted: [String], in lines: [String]) -> (matched: Int, missing: String?) {
+        var position = lines.startIndex
+        for (index, line) in wanted.enumerated() {
+            guard let found = lines[position...].firstIndex(of: line) else { return (index, line) }
+            position = lines.index(after: found)
+        }
+        return (wanted.count, nil)
+    }
+
+    @Test(
+        "README: each Swift example is, line for line and in order, the code of one test (literals and comments aside)")
+    func examplesAreTested() throws {
+        let sources = try Self.testSources()
+        var used: Set<String> = []
+        let blocks = try Self.swiftBlocks().filter { !$0.contains("import PackageDescription") }
+        #expect(blocks.count >= 5, "the README's Swift examples were not found")
+        for block in blocks {
+            let lines = block.split(separator: "\n").map { Self.normalized($0) }.filter { !$0.isEmpty }
+            used.formUnion(lines.filter { Self.excused[$0] != nil })
+            let wanted = lines.filter { Self.excused[$0] == nil }
+            let best = sources.map { ($0.name, Self.inOrder(wanted, in: $0.lines)) }.max { $0.1.matched < $1.1.matched }
+            #expect(
+                best?.1.missing == nil,
+                "README example starting \(wanted.first ?? "?"): closest test \(best?.0 ?? "none") lacks \(best?.1.missing ?? "?")"
+            )
+        }
+        #expect(
+            used == Set(Self.excused.keys),
+            "excused but no longer in the README: \(Set(Self.excused.keys).subtracting(used))")
+    }
+
+    @Test(
+        "README: its package manifest, as written, resolves against this clone in a folder named Sesame (the products exist)",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/env")))
+    func manifestResolves() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let app = folder.appendingPathComponent("MyApp")
+        let manager = FileManager.default
+        for path in ["Sources/MyApp", "Tests/MyAppTests"] {
+            try manager.createDirectory(at: app.appendingPathComponent(path), withIntermediateDirectories: true)
+        }
+        try manager.createSymbolicLink(at: folder.appendingPathComponent("Sesame"), withDestinationURL: Self.root)
+        let manifest = try #require(try Self.swiftBlocks().first { $0.contains("import PackageDescription") })
+        try Data((manifest + "\n").utf8).write(to: app.appendingPathComponent("Package.swift"))
+        try Data("print(1)\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
+        try Data("import Testing\n".utf8).write(to: app.appendingPathComponent("Tests/MyAppTests/MyAppTests.swift"))
+        let result = try CLIRunner.run(
+            executable: URL(fileURLWithPath: "/usr/bin/env"),
+            ["swift", "package", "--package-path", app.path, "show-dependencies"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("sesame<"), "\(result.stdout)")
+    }
+}
