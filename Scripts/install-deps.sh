@@ -7,7 +7,8 @@
 #           machine of the kind we build on. libcurl is opened at run time (libcurl.so.4, which the toolchain's
 #           FoundationNetworking links): the build needs no libcurl headers
 #           (check-curl-abi.sh installs libcurl's headers itself, to compare our declarations with them)
-#   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret (the real keyring test),
+#   tests:  python3 (a one-shot HTTP server), curl, D-Bus + GNOME Keyring + libsecret + secret-tool (the real
+#           keyring tests),
 #           zsh and fish (completion scripts are syntax-checked), Chromium + chromedriver (the provider's sign-in
 #           page in a real browser), and from PyPI Selenium, Authlib (a third-party OAuth client) and
 #           django-oauth-toolkit (a third-party OpenID Connect provider); Glewlwyd (a third-party provider with
@@ -24,6 +25,7 @@ command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
 command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
 [ -e /usr/lib/x86_64-linux-gnu/libsecret-1.so.0 ] || [ -e /usr/lib/aarch64-linux-gnu/libsecret-1.so.0 ] \
     || missing+=(libsecret-1-0)
+command -v secret-tool >/dev/null 2>&1 || missing+=(libsecret-tools)  # writes an earlier release's keyring item
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
