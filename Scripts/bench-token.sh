@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How long `sesame token` takes (a signed-in profile, a valid token: the credential-plugin path kubectl and git
-# run on every call), against a hello-world Swift executable that imports Foundation, both built -O in release, in
-# the same run. Prints the medians and their ratio.
+# run on every call) in each output (text, --output json, --output exec-credential, --min-validity), against a
+# hello-world Swift executable that imports Foundation, both built -O in release, in the same run. Prints the
+# medians and their ratios.
 #
 # Usage: Scripts/bench-token.sh [RUNS]   (default 51; each program runs RUNS times, interleaved)
 set -euo pipefail
@@ -36,14 +37,23 @@ def once(argv):
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return (time.perf_counter() - start) * 1000
-for argv in ([sesame, "token"], [hello]):  # warm the page cache
+variants = [
+    ("sesame token", [sesame, "token"]),
+    ("sesame token --output json", [sesame, "token", "--output", "json"]),
+    ("sesame token --output exec-credential", [sesame, "token", "--output", "exec-credential"]),
+    ("sesame token --min-validity 600", [sesame, "token", "--min-validity", "600"]),
+]
+for _, argv in variants + [("hello", [hello])]:  # warm the page cache; a failing variant stops the run here
     once(argv)
-token, reference = [], []
-for _ in range(runs):
-    token.append(once([sesame, "token"]))
+times = {name: [] for name, _ in variants}
+reference = []
+for _ in range(runs):  # interleaved, so that a slower moment of the machine weighs on every program alike
+    for name, argv in variants:
+        times[name].append(once(argv))
     reference.append(once([hello]))
-t, r = statistics.median(token), statistics.median(reference)
-print(f"sesame token (release, valid token, file store): median {t:.1f} ms over {runs} runs")
-print(f"hello world importing Foundation (swiftc -O):     median {r:.1f} ms over {runs} runs")
-print(f"ratio: {t / r:.2f}x")
+r = statistics.median(reference)
+print(f"hello world importing Foundation (swiftc -O): median {r:.1f} ms over {runs} runs")
+for name, _ in variants:
+    t = statistics.median(times[name])
+    print(f"{name + ' (release, valid token, file store):':<72} median {t:.1f} ms, {t / r:.2f}x")
 PY
