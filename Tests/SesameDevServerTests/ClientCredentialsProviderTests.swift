@@ -147,6 +147,13 @@ import Testing
         #expect(post.status == 200, "\(post.body)")
         let asBasic = try oidc.browser.post("/token", form: grant, headers: [basic("legacy-post", Self.secret)])
         #expect(asBasic.status == 401)
+        // The client ID byte for byte: a leading U+FEFF (raw or %-encoded) or bytes that are not UTF-8 name no client.
+        for id in ["\u{FEFF}legacy", "%EF%BB%BFlegacy"] {
+            #expect(try oidc.browser.post("/token", form: grant, headers: [basic(id, Self.secret)]).status == 401)
+        }
+        let notUTF8 = Data([0xFF]) + Data("legacy:\(Self.secret)".utf8)
+        let broken = ("Authorization", "Basic " + notUTF8.base64EncodedString())
+        #expect(try oidc.browser.post("/token", form: grant, headers: [broken]).status == 401)
         // No credentials at all for a confidential client; a public client asking for the grant.
         #expect(try oidc.token(grant + [("client_id", "legacy")]).status == 401)
         let public_ = try oidc.token(grant + [("client_id", "sesame-cli")])

@@ -220,4 +220,29 @@ import Testing
         #expect(urls == ["https://api.example/v1/login", "https://api.example/v1/me", "https://api.example/v1/me?x=1"])
         await #expect(throws: AuthError.self) { _ = try await client.send(.get("../admin")) }
     }
+
+    @Test(
+        "A query written with a space, a lone % or non-ASCII is sent percent-encoded, never a crash (URLComponents traps on it); a URL that cannot be built is an error that does not show its query"
+    )
+    func queryAsWritten() async throws {
+        let base = try #require(URL(string: "https://api.example/v1"))
+        let session = AuthSession(provider: ScriptedProvider(), store: InMemoryTokenStore())
+        try await session.signIn(with: TokenSet(accessToken: "a", refreshToken: "r", expiresAt: .distantFuture))
+        let transport = ScriptedTransport()
+        let client = AuthorizedClient(session: session, baseURL: base, transport: transport)
+        transport.enqueue(.json(200, "{}"), .json(200, "{}"))
+        _ = try await client.send(.get("/search?q=a b&x=50%&ok=%41&e=é&t=<\"|>"))
+        _ = try await client.send(.get("/search?q=a+b&s=a/b?c:d@e!$'()*,;="))
+        #expect(
+            transport.requests.map(\.url.absoluteString) == [
+                "https://api.example/v1/search?q=a%20b&x=50%25&ok=%41&e=%C3%A9&t=%3C%22%7C%3E",
+                "https://api.example/v1/search?q=a+b&s=a/b?c:d@e!$'()*,;=",
+            ])
+        do {
+            _ = try await client.send(.get("https://[api.example/x?access_token=SECRET-T"))
+            Issue.record("an unparseable absolute URL was sent")
+        } catch let error as AuthError {
+            #expect(error.code == .configuration && !"\(error)".contains("SECRET-T"), "\(error)")
+        }
+    }
 }

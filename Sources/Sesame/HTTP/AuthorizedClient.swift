@@ -335,7 +335,9 @@ public struct AuthorizedClient: Sendable {
             components.queryItems = (components.queryItems ?? []) + endpoint.query
             url = components.url
         }
-        guard let url else { throw AuthError(.configuration, "cannot build a URL for \(endpoint.path)") }
+        guard let url else {
+            throw AuthError(.configuration, "cannot build a URL for \(Redaction.path(endpoint.path))")
+        }
         var headers = Self.acceptJSON
         if !endpoint.headers.fields.isEmpty {
             headers = endpoint.headers

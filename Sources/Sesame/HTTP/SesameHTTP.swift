@@ -290,8 +290,36 @@ extension SesameHTTP {
             throw AuthError(.configuration, "an endpoint path may not contain '..' segments")
         }
         var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: true)
-        if parts.count == 2 { components?.percentEncodedQuery = String(parts[1]) }
+        if parts.count == 2 { components?.percentEncodedQuery = queryEscapingInvalid(parts[1]) }
         return components?.url
+    }
+
+    /// A query as written, with what may not stand in one percent-encoded: a space, a `%` that starts no escape,
+    /// a byte outside RFC 3986's query characters (`URLComponents` traps on such a query instead of refusing it).
+    static func queryEscapingInvalid(_ text: Substring) -> String {
+        let bytes = Array(text.utf8)
+        func isHex(_ byte: UInt8) -> Bool {
+            (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66 || (0x30...0x39).contains(byte)
+        }
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(bytes.count)
+        for (index, byte) in bytes.enumerated() {
+            let escape =
+                byte == UInt8(ascii: "%") && index + 2 < bytes.count && isHex(bytes[index + 1])
+                && isHex(bytes[index + 2])
+            if escape || isQueryByte(byte) {
+                encoded.append(byte)
+            } else {
+                encoded.append(contentsOf: Array(String(format: "%%%02X", byte).utf8))
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// RFC 3986 §3.4: unreserved, sub-delims, `:`, `@`, `/` and `?`.
+    private static func isQueryByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            || "-._~!$&'()*+,;=:@/?".utf8.contains(byte)
     }
 
     /// Letters, digits and `/ - _ ~`: path bytes that need no escaping and make no dot segment, query or fragment.

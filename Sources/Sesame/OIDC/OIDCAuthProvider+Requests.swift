@@ -225,7 +225,9 @@ extension OIDCAuthProvider {
                 bytes.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        // Valid UTF-8 exactly when decoding replaced nothing (`String(validating:)` needs iOS 18 / macOS 15).
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -171,9 +171,11 @@ extension DevServer {
     /// `Basic base64(id:secret)` with both parts form-urlencoded (RFC 6749 §2.3.1), or nil.
     static func basicCredentials(_ header: String) -> (id: String, secret: String)? {
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "basic", let data = Data(base64Encoded: String(parts[1])),
-            let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        guard parts.count == 2, parts[0].lowercased() == "basic", let data = Data(base64Encoded: String(parts[1]))
         else { return nil }
+        // Byte for byte: `String(data:encoding:)` drops a leading U+FEFF, and invalid UTF-8 is no credential.
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.utf8.elementsEqual(data), let colon = text.firstIndex(of: ":") else { return nil }
         guard let id = HTTPFormEncoding.decodeComponent(text[..<colon]),
             let secret = HTTPFormEncoding.decodeComponent(text[text.index(after: colon)...])
         else { return nil }
