@@ -146,8 +146,15 @@ enum Fixtures {
         _ = StepUpChallenge(SesameHTTP.Response(status: 403, headers: ["WWW-Authenticate": text]))
     }
 
+    static let apiBase = url("https://api.example/v1")
+
     static func redirect(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
+        // The same text as an endpoint path an app or `sesame request` gives AuthorizedClient: a URL under the base,
+        // or a typed error (a query URLComponents would trap on once crashed the process).
+        if let built = try? SesameHTTP.url(path: text, under: apiBase, baseText: "https://api.example/v1") {
+            require(built.host == "api.example", "an endpoint path left the base: \(built)")
+        }
         guard let url = URL(string: text) else { return }
         _ = try? AuthorizationResponse(url: url)
         let provider = provider(FuzzResponse([0]))
