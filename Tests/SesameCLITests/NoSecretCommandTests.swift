@@ -98,23 +98,9 @@ import Testing
         let secret = "svc-secret-\(UUID().uuidString)"
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let key = try JWK.generate(for: .es256)
-        let keyFile = folder.appendingPathComponent("nightly.jwk")
+        let (key, keyFile, config) = try ServiceAccountCommandTests.serviceAccounts(
+            in: folder, secret: secret, nightlyScope: "reports.read")
         let privateJSON = try JOSEValue.parse(Data(key.jsonValue(includingPrivate: true).jsonBytes)).objectValue
-        try Data(key.jsonValue(includingPrivate: true).jsonBytes).write(to: keyFile)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
-        let jwks = String(decoding: try JWKSet(keys: [key.publicKey()]).jsonValue.jsonBytes, as: UTF8.self)
-        let config = folder.appendingPathComponent("dev-idp.json")
-        try Data(
-            #"""
-            {"clients": [
-              {"client_id": "nightly", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "private_key_jwt",
-               "jwks": \#(jwks), "scope": "reports.read"},
-              {"client_id": "legacy", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic",
-               "client_secret": "\#(secret)", "scope": "reports.read"}
-            ]}
-            """#.utf8
-        ).write(to: config)
         let workspace = try OIDCLoginCommandTests.Workspace(serving: ["--config", config.path], logging: true)
         defer { workspace.stop() }
         let (server, environment) = (workspace.server, workspace.environment)
@@ -137,15 +123,7 @@ import Testing
                 shown.append(line)
                 return line.count == 9 && line.dropFirst(4).first == "-"
             })
-        let browser = TestBrowser(port: server.base.port ?? 0)
-        let page = try browser.get("/device")
-        let confirmation = try browser.post(
-            "/device",
-            form: page.hiddenFields() + [
-                ("user_code", code), ("email", "alice@example.com"), ("password", "correct-horse"),
-                ("action", "approve"),
-            ])
-        _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+        try OIDCLoginCommandTests.approveDevice(code, at: server.base)
         let (status, rest) = login.finish()
         #expect(status == 0, "\(rest)")
         outputs.append(("login --device (stderr)", shown.joined(separator: "\n") + "\n" + rest))

@@ -43,6 +43,20 @@ import Testing
         }
     }
 
+    /// Approves `code` on the dev server's device page as alice would: the code and her password, then the
+    /// confirmation.
+    static func approveDevice(_ code: String, at base: URL) throws {
+        let browser = TestBrowser(port: base.port ?? 0)
+        let page = try browser.get("/device")
+        let confirmation = try browser.post(
+            "/device",
+            form: page.hiddenFields() + [
+                ("user_code", code), ("email", "alice@example.com"), ("password", "correct-horse"),
+                ("action", "approve"),
+            ])
+        _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+    }
+
     /// `sesame serve` with alice, and an empty SESAME_HOME with the file store; ``stop()`` removes both.
     final class Workspace {
         let server: ServeProcess
@@ -351,15 +365,7 @@ import Testing
             ["login", "--issuer", server.base.absoluteString, "--client-id", "sesame-cli", "--device"],
             environment: environment)
         let code = try #require(login.line { $0.count == 9 && $0.dropFirst(4).first == "-" })
-        let browser = TestBrowser(port: server.base.port ?? 0)
-        let page = try browser.get("/device")
-        let confirmation = try browser.post(
-            "/device",
-            form: page.hiddenFields() + [
-                ("user_code", code), ("email", "alice@example.com"), ("password", "correct-horse"),
-                ("action", "approve"),
-            ])
-        _ = try browser.post("/device", form: confirmation.hiddenFields() + [("action", "approve")])
+        try Self.approveDevice(code, at: server.base)
         let (status, rest) = login.finish()
         #expect(status == 0, "\(rest)")
         #expect(try CLIRunner.run(["request", "/userinfo"], environment: environment).stdout.contains("alice"))

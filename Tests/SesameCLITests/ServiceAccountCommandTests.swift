@@ -8,10 +8,12 @@ import Testing
 @Suite struct ServiceAccountCommandTests {
     static let secret = "correct-horse-battery-staple"
 
-    @Test("a key or a secret signs a service account in; token renews; logout revokes; a bad key file is refused")
-    func serviceAccount() throws {
-        let folder = try CLIRunner.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+    /// Two service accounts in a dev-server configuration file in `folder`: `nightly` (`private_key_jwt`, its key
+    /// written to `nightly.jwk`, 0600, with scope `nightlyScope`) and `legacy` (`client_secret_basic` with `secret`,
+    /// scope `reports.read`).
+    static func serviceAccounts(in folder: URL, secret: String, nightlyScope: String) throws -> (
+        key: JWK, keyFile: URL, config: URL
+    ) {
         let key = try JWK.generate(for: .es256)
         let keyFile = folder.appendingPathComponent("nightly.jwk")
         try Data(key.jsonValue(includingPrivate: true).jsonBytes).write(to: keyFile)
@@ -22,12 +24,21 @@ import Testing
             #"""
             {"clients": [
               {"client_id": "nightly", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "private_key_jwt",
-               "jwks": \#(jwks), "scope": "reports.read reports.write"},
+               "jwks": \#(jwks), "scope": "\#(nightlyScope)"},
               {"client_id": "legacy", "grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic",
-               "client_secret": "\#(Self.secret)", "scope": "reports.read"}
+               "client_secret": "\#(secret)", "scope": "reports.read"}
             ]}
             """#.utf8
         ).write(to: config)
+        return (key, keyFile, config)
+    }
+
+    @Test("a key or a secret signs a service account in; token renews; logout revokes; a bad key file is refused")
+    func serviceAccount() throws {
+        let folder = try CLIRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (_, keyFile, config) = try Self.serviceAccounts(
+            in: folder, secret: Self.secret, nightlyScope: "reports.read reports.write")
         let workspace = try OIDCLoginCommandTests.Workspace(serving: ["--config", config.path])
         defer { workspace.stop() }
         let issuer = workspace.server.base.absoluteString

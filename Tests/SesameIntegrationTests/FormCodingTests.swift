@@ -1,15 +1,17 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 @testable import Sesame
 
-/// The client's form encoder against Foundation's percent-encoding as the reference.
+/// The client's form encoder (`OIDCAuthProvider.formComponent`, RFC 3986 unreserved only) and the servers'
+/// (`HTTPFormEncoding`, HTML's set, spaces as `+`), each against Foundation's percent-encoding as the reference, and
+/// against each other: what the client posts, the dev server reads back exactly.
 ///
-/// `OIDCAuthProvider.formComponent` (RFC 3986 unreserved only) walks UTF-8 bytes itself instead of building a
-/// `CharacterSet` per call; what it writes must be what Foundation writes. (The servers' encoder:
-/// `FormEscapeTests` in SesameLoopbackTests.)
-@Suite struct FormEncodingTests {
-    /// Words meant to break an encoder (the servers' test has the same list): every ASCII byte, multi-byte scalars, a combining mark, a lone `%`.
+/// Both walk UTF-8 bytes themselves instead of building a `CharacterSet` per call, and both decode byte for byte
+/// (Foundation's `removingPercentEncoding` drops a leading U+FEFF).
+@Suite struct FormCodingTests {
+    /// Words meant to break an encoder: every ASCII byte, multi-byte scalars, a combining mark, a lone `%`.
     static let words: [String] = {
         var words = [
             "", "abc-._~XYZ019", "a b+c&d=e", "%", "%41", "é", "e\u{301}", "😀", "日本語", "\u{0}\u{7F}", "*'()!",
@@ -52,5 +54,29 @@ import Testing
             URL(string: "http://127.0.0.1/cb?code=c&state=%EF%BB%BFs1&iss=%EF%BB%BFhttps%3A%2F%2Fop"))
         let response = try AuthorizationResponse(url: url)
         #expect(response.parameters["state"] == "\u{FEFF}s1" && response.parameters["iss"] == "\u{FEFF}https://op")
+    }
+    @Test("The servers' form escape: HTML's set kept, spaces as +, and it decodes back to the same pairs")
+    func serverEscape() {
+        let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._* ")
+        for word in Self.words {
+            let reference = word.addingPercentEncoding(withAllowedCharacters: kept)?
+                .replacingOccurrences(of: " ", with: "+")
+            #expect(HTTPFormEncoding.escape(word) == reference, "\(Array(word.utf8))")
+        }
+        let pairs = Self.words.map { ($0, String($0.reversed())) }
+        let decoded = HTTPFormEncoding.decodePairs(HTTPFormEncoding.encode(pairs))
+        #expect(decoded.map(\.name) == pairs.map(\.0) && decoded.map(\.value) == pairs.map(\.1))
+        // Byte for byte: a leading U+FEFF stays (Foundation's removingPercentEncoding drops it); broken escapes and
+        // bytes that are not UTF-8 do not decode.
+        #expect(HTTPFormEncoding.decodeComponent("%EF%BB%BFx") == "\u{FEFF}x")
+        #expect(HTTPFormEncoding.decode("redirect_uri=%EF%BB%BFhttp%3A%2F%2Fa")["redirect_uri"] == "\u{FEFF}http://a")
+        for broken in ["%", "%4", "%G1", "%FF"] { #expect(HTTPFormEncoding.decodeComponent(broken) == nil) }
+    }
+
+    @Test("What the client form-encodes, the servers' decoder reads back pair for pair")
+    func clientToServer() {
+        let pairs = Self.words.map { ($0, String($0.reversed())) }
+        let decoded = HTTPFormEncoding.decodePairs(OIDCAuthProvider.formEncode(pairs))
+        #expect(decoded.map(\.name) == pairs.map(\.0) && decoded.map(\.value) == pairs.map(\.1))
     }
 }
