@@ -137,6 +137,8 @@ enum Fixtures {
         if definitive { require(error != nil, "a definitive rejection without an OAuth error body") }
         _ = StepUpChallenge(response)
         _ = error.map { "\($0)" }
+        // A `Retry-After` date once reached Foundation's DateFormatter, which traps on some non-ASCII text.
+        if let wait = RetryPolicy.retryAfter(response) { require(wait >= 0, "a negative Retry-After wait") }
     }
 
     static func wwwAuthenticate(_ bytes: [UInt8]) {

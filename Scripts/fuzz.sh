@@ -105,6 +105,8 @@ seeds() {
     seed discovery "\\x00Content-Type: application/json\\x00$discovery" "\\x00\\x00{\"issuer\":\"https://op.example\"}"
     seed token-response \
         '\x00Content-Type: application/json\nDate: Sun, 15 Jun 2025 15:06:40 GMT\x00{"access_token":"at","token_type":"Bearer","expires_in":300,"refresh_token":"rt","scope":"openid","id_token":"'"$token"'"}' \
+        '\x00Date: Sunday, 15-Jun-25 15:06:40 GMT\x00{"access_token":"at","token_type":"Bearer"}' \
+        '\x00Date: Sun Jun  1 15:06:40 2025\x00{"access_token":"at","token_type":"Bearer"}' \
         '\x02\x00{"error":"invalid_grant","error_description":"the refresh token was revoked"}' \
         '\x03WWW-Authenticate: DPoP error="use_dpop_nonce"\nDPoP-Nonce: n-1\x00{"error":"use_dpop_nonce"}'
     seed device-response \
@@ -114,7 +116,7 @@ seeds() {
         '\x02\x00{"error":"invalid_request"}'
     seed error-response '\x02\x00{"error":"invalid_grant","error_description":"expired","error_uri":"https://op.example/e"}' \
         '\x03WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="mfa", max_age=300\x00' \
-        '\x07\x00<html>captive portal</html>' '\x02\x00{"error":"Bad Request"}'
+        '\x07Retry-After: Sun, 06 Nov 1994 08:49:37 GMT\x00' '\x07\x00<html>captive portal</html>' '\x02\x00{"error":"Bad Request"}'
     seed www-authenticate 'DPoP error="use_dpop_nonce", error_description="Resource server requires nonce in DPoP proof", algs="ES256 EdDSA"' \
         'Bearer realm="example", error="insufficient_user_authentication", acr_values="urn:mace:incommon:iap:silver", max_age=300, Basic realm="x"' \
         'Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"'

@@ -117,6 +117,10 @@ import Testing
             status: 503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"], body: Data())
         #expect(
             RetryPolicy.retryAfter(date, now: Date(timeIntervalSince1970: 784_111_767)) == 10)
+        // Non-ASCII where the date should be (it trapped Foundation's DateFormatter): no wait, no crash.
+        let hostile = SesameHTTP.Response(
+            status: 503, headers: ["Retry-After": "Sun, 15\u{0D4A}\u{FFFD} 202550 :16:40 GMT"], body: Data())
+        #expect(RetryPolicy.retryAfter(hostile) == nil)
     }
 
     @Test("a refresh is retried only when the server cannot have used the token (408, 429, 503, no connection)")

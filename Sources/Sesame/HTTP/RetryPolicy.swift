@@ -88,7 +88,7 @@ public struct RetryPolicy: Sendable {
         if text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             return text.utf8.count <= 9 ? TimeInterval(text) : .infinity
         }
-        return OIDCAuthProvider.httpDate(text).map { max(0, $0.timeIntervalSince(now)) }
+        return HTTPDate.parse(text, now: now).map { max(0, $0.timeIntervalSince(now)) }
     }
 
     /// A transport failure of the request itself, as ``run(idempotent:_:)``'s attempt reports it (any other error

@@ -103,11 +103,10 @@ extension OIDCAuthProvider {
     {
         let receivedAt = timeSource.now
         if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
-            let serverDate = Self.httpDate(header)
+            let serverDate = HTTPDate.parse(header, now: receivedAt)
         {
             let offset = serverDate.timeIntervalSince(receivedAt)
-            // Only a skew worth correcting; the Date header has one-second resolution.
-            // A skew worth correcting, and a sane one (a Date a year off is a broken server, not a clock fix).
+            // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off is a broken server, not a clock fix).
             clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
         }
         guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
@@ -239,14 +238,6 @@ extension OIDCAuthProvider {
         }
     }
 
-    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form RFC 9110 lets a sender use.
-    static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: text)
-    }
 }
 
 /// A set that forgets its oldest members beyond `capacity`.
