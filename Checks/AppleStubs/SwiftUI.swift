@@ -170,3 +170,25 @@ public struct WindowGroup<Content: View>: Scene {
 extension App {
     @MainActor @preconcurrency public static func main() { stub() }
 }
+
+// UIKit, which SwiftUI re-exports on iOS: the scene and window API the examples use to find the key window.
+// On iOS ASPresentationAnchor is UIWindow; here UIWindow is the AuthenticationServices stand-in's anchor.
+import AuthenticationServices
+
+public typealias UIWindow = ASPresentationAnchor
+
+@MainActor open class UIScene: NSObject {}
+
+@MainActor open class UIWindowScene: UIScene {
+    open var keyWindow: UIWindow? { stub() }
+}
+
+@MainActor open class UIApplication: NSObject {
+    public static var shared: UIApplication { stub() }
+    open var connectedScenes: Set<UIScene> { stub() }
+}
+
+// Foundation on Apple platforms (iOS 16, macOS 13) has the standard folders as URL properties; Linux's has not.
+extension URL {
+    public static var applicationSupportDirectory: URL { stub() }
+}

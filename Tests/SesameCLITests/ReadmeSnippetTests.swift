@@ -20,8 +20,11 @@ import Testing
     ]
 
     /// The README's ```swift blocks.
-    static func swiftBlocks() throws -> [String] {
-        let text = try String(contentsOf: ReadmeCLITests.readme, encoding: .utf8)
+    static func swiftBlocks() throws -> [String] { try swiftBlocks(in: ReadmeCLITests.readme) }
+
+    /// The ```swift blocks of a Markdown file.
+    static func swiftBlocks(in file: URL) throws -> [String] {
+        let text = try String(contentsOf: file, encoding: .utf8)
         return text.components(separatedBy: "```swift\n").dropFirst().compactMap {
             $0.components(separatedBy: "\n```").first
         }
@@ -34,13 +37,15 @@ import Testing
         return code.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
-    /// Every test source, each as its normalized lines.
-    static func testSources() throws -> [(name: String, lines: [String])] {
-        let tests = root.appendingPathComponent("Tests")
-        let paths = FileManager.default.enumerator(atPath: tests.path)?.compactMap { $0 as? String } ?? []
-        return try paths.filter { $0.hasSuffix(".swift") }.map { path in
-            let text = try String(contentsOf: tests.appendingPathComponent(path), encoding: .utf8)
-            return (path, text.split(separator: "\n").map { normalized($0) }.filter { !$0.isEmpty })
+    /// Every Swift file under `folders` (the tests, by default), each as its normalized lines.
+    static func testSources(in folders: [String] = ["Tests"]) throws -> [(name: String, lines: [String])] {
+        try folders.flatMap { folder in
+            let base = root.appendingPathComponent(folder)
+            let paths = FileManager.default.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? []
+            return try paths.filter { $0.hasSuffix(".swift") && !$0.contains(".build/") }.map { path in
+                let text = try String(contentsOf: base.appendingPathComponent(path), encoding: .utf8)
+                return (folder + "/" + path, text.split(separator: "\n").map { normalized($0) }.filter { !$0.isEmpty })
+            }
         }
     }
 
@@ -80,6 +85,12 @@ import Testing
         "README: its package manifest, as written, resolves against this clone in a folder named Sesame (the products exist)",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/env")))
     func manifestResolves() throws {
+        let manifest = try #require(try Self.swiftBlocks().first { $0.contains("import PackageDescription") })
+        try Self.resolve(manifest)
+    }
+
+    /// Checks that `manifest` resolves as an app's `Package.swift` beside this clone, linked as `Sesame`.
+    static func resolve(_ manifest: String) throws {
         let folder = try CLIRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let app = folder.appendingPathComponent("MyApp")
@@ -87,8 +98,7 @@ import Testing
         for path in ["Sources/MyApp", "Tests/MyAppTests"] {
             try manager.createDirectory(at: app.appendingPathComponent(path), withIntermediateDirectories: true)
         }
-        try manager.createSymbolicLink(at: folder.appendingPathComponent("Sesame"), withDestinationURL: Self.root)
-        let manifest = try #require(try Self.swiftBlocks().first { $0.contains("import PackageDescription") })
+        try manager.createSymbolicLink(at: folder.appendingPathComponent("Sesame"), withDestinationURL: root)
         try Data((manifest + "\n").utf8).write(to: app.appendingPathComponent("Package.swift"))
         try Data("print(1)\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
         try Data("import Testing\n".utf8).write(to: app.appendingPathComponent("Tests/MyAppTests/MyAppTests.swift"))

@@ -193,6 +193,18 @@ import Testing
         #expect(secrets.count >= 25)
     }
 
+    @Test("Calling APIs article: a debug handler that prints each entry sees a sign-in and a refresh")
+    func printingHandler() async throws {
+        let session = AuthSession(provider: ScriptedProvider(), store: InMemoryTokenStore())
+        // Prints lines such as "info [session] profile default: refreshed (generation 2)".
+        SesameLog.setHandler(level: .debug) { entry in print(entry) }
+        defer { SesameLog.setHandler(nil) }
+        try await session.signIn(with: TokenSet(accessToken: "a", refreshToken: "r"))
+        _ = try await session.forceRefresh()
+        // What it printed went to the test's output; the same entries, captured, are everyFlow()'s subject.
+        #expect(await session.status == .signedIn)
+    }
+
     @Test("nothing is built or sent without a handler, or below its level")
     func quiet() async throws {
         let entries = LockedBox(0)

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDevServer
 import SesameJOSE
+import SesameTesting
 import Testing
 
 /// Keeps the Sesame snippets of `Sesame.docc/MigratingFromAHandRolledInterceptor.md` compiling and true.
@@ -10,6 +11,8 @@ import Testing
     func snippets() async throws {
         var configuration = DevServer.Configuration()
         configuration.passwordIterations = 1000
+        let clock = ManualTimeSource(Date())
+        configuration.clock = { clock.now }
         let server = try DevServer(configuration: configuration)
         try server.start()
         defer { server.stop() }
@@ -42,8 +45,9 @@ import Testing
 
         // Definitive vs transient: the server ends the session behind the app's back.
         try await provider.signOut(try #require(try await session.currentTokens))
+        clock.advance(by: 1000)  // the access token has expired at the server: the next call refreshes
         do {
-            _ = try await session.forceRefresh()
+            _ = try await client.send(.get("/me"))  // any call through the session
         } catch let error as AuthError where error.requiresReauthentication {
             showSignIn()
         } catch let error as AuthError where error.isTransient {

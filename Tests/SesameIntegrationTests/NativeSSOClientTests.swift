@@ -197,7 +197,7 @@ import Testing
             // From the article, with the app's client ID:
             let shared = NativeSSOStore(store: sharedTokenStore)
             let auth = try await OIDCAuth.configure(
-                issuer: issuer, clientID: app, redirectURI: "com.example.\(app):/oauth",
+                issuer: issuer, clientID: "\(app)", redirectURI: "com.example.\(app):/oauth",
                 scopes: ["openid", "email", "offline_access"], store: ownTokenStore, nativeSSO: shared)
             if try await auth.session.currentTokens == nil {
                 do {

@@ -109,15 +109,16 @@ import Testing
             asked.mutate { $0 += 1 }
             return true
         }
-        let other = try await OIDCAuth.configure(
-            issuer: issuer, clientID: "my-app", redirectURI: "com.example.app:/oauth", store: InMemoryTokenStore())
-        try await other.signIn(with: agent)
-        let auth2 = other
-        let api2 = AuthorizedClient(session: auth2.session, baseURL: issuer) { challenge in
-            guard await confirmStepUp(challenge) else { throw CancellationError() }  // your @MainActor prompt
-            try await auth2.stepUp(challenge, with: agent)
+        do {
+            let auth = try await OIDCAuth.configure(
+                issuer: issuer, clientID: "my-app", redirectURI: "com.example.app:/oauth", store: InMemoryTokenStore())
+            try await auth.signIn(with: agent)
+            let api = AuthorizedClient(session: auth.session, baseURL: issuer) { challenge in
+                guard await confirmStepUp(challenge) else { throw CancellationError() }  // your @MainActor prompt
+                try await auth.stepUp(challenge, with: agent)
+            }
+            #expect(try await api.send(.get("/protected")).status == 200)
         }
-        #expect(try await api2.send(.get("/protected")).status == 200)
         #expect(agent.uses.value == 5 && asked.value == 1)
     }
 

@@ -54,6 +54,9 @@ final class EventBroadcaster: Sendable {
         return stream
     }
 
+    /// How many subscriptions are open (tests wait for a subscriber before causing an event).
+    var subscriberCount: Int { subscribers.withLock { $0.continuations.count } }
+
     /// Sends `event` to every subscriber.
     func yield(_ event: AuthEvent) {
         let continuations = subscribers.withLock { Array($0.continuations.values) }

@@ -38,7 +38,9 @@ extension AuthSession {
     /// Why a refresh runs, for the diagnostics.
     nonisolated static func why(_ intent: SessionMachine.Intent) -> String {
         switch intent {
-        case .expiring(let seconds): "the access token expires within \(Int(seconds)) s"
+        // An app's minimum validity is any TimeInterval (infinity included): converted to Int only when it fits.
+        case .expiring(let seconds):
+            "the access token expires within \(seconds.isFinite && abs(seconds) < 1e15 ? "\(Int(seconds))" : "\(seconds)") s"
         case .rejected: "the server rejected the access token"
         case .forced: "asked for"
         case .persist: "to save credentials a failed save left in memory"

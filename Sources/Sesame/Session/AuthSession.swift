@@ -85,7 +85,7 @@ public actor AuthSession {
     /// How a refresh that failed transiently is tried again (``RetryPolicy``: only when the server cannot have used
     /// the refresh token).
     let retry: RetryPolicy
-    let broadcaster = EventBroadcaster()
+    nonisolated let broadcaster = EventBroadcaster()
     /// The state and its rules; every change is mirrored into ``snapshot``.
     var machine: SessionMachine {
         didSet {
