@@ -91,7 +91,7 @@ public final class LoopbackRedirectReceiver: Sendable, CustomReflectable {
         let target: String = try await withThrowingTaskGroup(of: String.self) { group in
             group.addTask { try await self.expectedState.wait(for: state) }
             group.addTask {
-                try await Task.sleep(for: .seconds(timeout))
+                try await Task.sleep(for: .seconds(timeout.isNaN ? 300 : min(max(timeout, 0), 86_400)))
                 throw Failure.timedOut
             }
             defer { group.cancelAll() }

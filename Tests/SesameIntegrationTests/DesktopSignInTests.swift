@@ -195,6 +195,10 @@ final class ScratchFolder {
     func misuse() async throws {
         #expect(throws: AuthError.self) { _ = try LoopbackUserAgent(host: "localhost") }
         #expect(throws: AuthError.self) { _ = try LoopbackUserAgent(port: 70000) }
+        // A timeout that is not a number, infinite or negative is made one that cannot trap: 300 s, a day, 0.
+        for (asked, kept) in [(Double.nan, 300.0), (.infinity, 86_400), (-5, 0)] {
+            #expect(try LoopbackUserAgent(timeout: asked, open: .custom { _ in }).timeout == kept)
+        }
         let agent = try LoopbackUserAgent(timeout: 0.2, open: .custom { _ in })
         let url = try #require(URL(string: "https://id.example/authorize"))
         await #expect(throws: AuthError.self) {

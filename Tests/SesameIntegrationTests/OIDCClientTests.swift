@@ -366,6 +366,12 @@ extension OIDCTestServer {
         // The provider re-authenticates (the form again) because of max_age: a fresh auth_time passes.
         let fresh = try await oidc.signIn(provider, AuthorizationOptions(maxAge: 60))
         #expect(fresh.idToken != nil)
+        // A max_age that is no number of seconds is a configuration error, not a trap.
+        for absurd in [Double.nan, .infinity, -1] {
+            await #expect(throws: AuthError.self) {
+                _ = try await provider.authorizationRequest(AuthorizationOptions(maxAge: absurd))
+            }
+        }
         // A provider that ignores max_age (an old auth_time) is caught by the client.
         let expectations = IDTokenValidator.Expectations(maxAge: 60)
         var validator = IDTokenValidator(

@@ -179,6 +179,26 @@ import Testing
         }
     }
 
+    @Test("an exchanged JWT's own exp is a schedule only within a year: exp 9999 is not kept until then")
+    func farExpiry() async throws {
+        let key = try JWK.generate(for: .es256)
+        for (exp, expected) in [(253_402_300_799.0, nil), (1e12, nil)] as [(Double, Date?)] {
+            let token = try JWT.sign(JWTClaims(["exp": .number(exp)]), key: key, algorithm: .es256)
+            let transport = ScriptedTransport()
+            transport.enqueue(
+                .json(
+                    200,
+                    #"{"access_token":"\#(token)","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}"#
+                ))
+            let provider = OIDCAuthProvider(
+                metadata: try OIDCProviderMetadata.scripted(),
+                configuration: OIDCAuthProvider.Configuration(clientID: "c", redirectURI: "app:/cb"),
+                transport: transport)
+            let exchanged = try await provider.exchange(TokenSet(accessToken: "subject"), for: .audience(Self.api))
+            #expect(exchanged.expiresAt == expected, "exp \(exp)")
+        }
+    }
+
     @Test("a resource target's description (in errors and diagnostics) keeps no user information or query")
     func targetDescription() throws {
         let url = try #require(URL(string: "https://svc:hunter2@api.example.com/v1?api_key=SECRETKEY"))

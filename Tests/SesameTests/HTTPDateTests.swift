@@ -48,13 +48,15 @@ import Testing
         }
     }
 
-    @Test("Leap days are known: 29 February in 2000 and 2024, not in 1900 or 2023; a leap second is 60")
+    @Test("Leap days are known: 29 February in 2000 and 2024, not in 1900 or 2023; a leap second (:60) only ends a day")
     func calendar() {
         #expect(HTTPDate.parse("Tue, 29 Feb 2000 00:00:00 GMT") == Date(timeIntervalSince1970: 951_782_400))
         #expect(HTTPDate.parse("Thu, 29 Feb 2024 12:00:00 GMT") == Date(timeIntervalSince1970: 1_709_208_000))
         #expect(HTTPDate.parse("Wed, 01 Mar 2023 00:00:00 GMT") != nil)
         #expect(HTTPDate.parse("Wed, 29 Feb 2023 00:00:00 GMT") == nil)
         #expect(HTTPDate.parse("Sat, 31 Dec 2016 23:59:60 GMT") == Date(timeIntervalSince1970: 1_483_228_800))
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:60 GMT") == nil)
+        #expect(HTTPDate.parse("Sat, 31 Dec 2016 23:58:60 GMT") == nil)
     }
 
     @Test("An RFC 850 two-digit year is never more than 50 years ahead")

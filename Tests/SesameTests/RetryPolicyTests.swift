@@ -121,6 +121,22 @@ import Testing
         let hostile = SesameHTTP.Response(
             status: 503, headers: ["Retry-After": "Sun, 15\u{0D4A}\u{FFFD} 202550 :16:40 GMT"], body: Data())
         #expect(RetryPolicy.retryAfter(hostile) == nil)
+        // Leading zeros are not digits of the wait.
+        let padded = SesameHTTP.Response(status: 503, headers: ["Retry-After": "0000000005"], body: Data())
+        #expect(RetryPolicy.retryAfter(padded) == 5)
+        #expect(RetryPolicy.retryAfter(SesameHTTP.Response(status: 503, headers: ["Retry-After": "000"])) == 0)
+    }
+
+    @Test("AuthError.retryAfter is finite, at most a year, whatever the server asked: an app may sleep on it")
+    func finiteRetryAfter() {
+        for (asked, reported) in [("99999999999999999999", 366.0 * 86_400), ("5", 5), ("0", 0)] {
+            let error = AuthError.unexpected(
+                SesameHTTP.Response(status: 503, headers: ["Retry-After": asked], body: Data()))
+            #expect(error.retryAfter == reported, "\(asked)")
+        }
+        let far = AuthError.unexpected(
+            SesameHTTP.Response(status: 429, headers: ["Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"], body: Data()))
+        #expect(far.retryAfter == TimeInterval(366 * 86_400))
     }
 
     @Test("a refresh is retried only when the server cannot have used the token (408, 429, 503, no connection)")

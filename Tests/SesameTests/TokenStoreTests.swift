@@ -174,6 +174,9 @@ final class Overlap: @unchecked Sendable {
             TokenSet.expiry(expiresIn: nil, accessToken: jwt, receivedAt: received)
                 == Date(timeIntervalSince1970: 2_000_000))
         #expect(TokenSet.expiry(expiresIn: nil, accessToken: "opaque", receivedAt: received) == nil)
+        // An exp long past (down to -1e308, a date nothing can format) is "expired at receipt".
+        let ancient = try JWT.sign(JWTClaims(["exp": .number(-1e308)]), key: key, algorithm: .es256)
+        #expect(TokenSet.expiry(expiresIn: nil, accessToken: ancient, receivedAt: received) == received)
         let unknown = TokenSet(accessToken: "opaque")
         #expect(!unknown.needsRefresh(at: Date.distantFuture))
         let soon = TokenSet(accessToken: "x", expiresAt: received.addingTimeInterval(30))

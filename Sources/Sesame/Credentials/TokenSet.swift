@@ -109,7 +109,7 @@ public struct TokenSet: Sendable, Codable, Hashable, CustomStringConvertible, Cu
         guard let exp = (try? JWT.unverifiedClaims(of: accessToken))?.expiresAt,
             exp.timeIntervalSince(receivedAt) <= maximumLifetime
         else { return nil }
-        return exp
+        return max(exp, receivedAt)  // an exp in the past (down to -1e308) is "expired now"
     }
 
     /// The longest access-token lifetime taken at face value: one year.

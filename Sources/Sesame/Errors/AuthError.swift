@@ -107,6 +107,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// What the resource asked for, for ``Code/stepUpRequired``.
     public internal(set) var stepUpChallenge: StepUpChallenge?
     /// How long the server asked to wait before trying again (`Retry-After`, in seconds), when it said.
+    ///
+    /// Always finite, from 0 to a year: a longer ask (`Retry-After: 99999999999`) is reported as a year, so the
+    /// value can be given to `Task.sleep(for: .seconds(_:))` or converted to an integer as it is.
     public internal(set) var retryAfter: TimeInterval?
 
     /// Creates an error; control characters in `message` are replaced (it may quote what a server sent).
@@ -167,7 +170,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         } else {
             error = AuthError(.server, "the server answered \(response.status)", statusCode: response.status)
         }
-        error.retryAfter = RetryPolicy.retryAfter(response)
+        error.retryAfter = RetryPolicy.retryAfter(response).map { min($0, 366 * 86_400) }
         return error
     }
 }

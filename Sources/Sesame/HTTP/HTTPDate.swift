@@ -17,8 +17,9 @@ enum HTTPDate {
     ///
     /// `now` places an RFC 850 two-digit year: never more than 50 years ahead.
     static func parse(_ text: String, now: Date = Date()) -> Date? {
+        guard text.utf8.count <= 64 else { return nil }
         let bytes = Array(text.utf8)
-        guard bytes.count <= 64, bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         var reader = Reader(bytes: bytes)
         if let date = imfFixdate(&reader) { return date }
         reader = Reader(bytes: bytes)
@@ -44,7 +45,7 @@ enum HTTPDate {
         else { return nil }
         // RFC 9110 §5.6.7: a two-digit year more than 50 years ahead is the latest past year with those digits.
         let thisYear = year(of: now)
-        var year = thisYear - thisYear % 100 + twoDigits
+        var year = thisYear - (thisYear % 100 + 100) % 100 + twoDigits
         if year > thisYear + 50 { year -= 100 }
         return date(year: year, month: month + 1, day: day, time: time)
     }
@@ -62,11 +63,14 @@ enum HTTPDate {
         return date(year: year, month: month + 1, day: day, time: time)
     }
 
-    /// The UTC instant, or nil for a day the month does not have or a time out of range (a leap second is 60).
+    /// The UTC instant, or nil for a day the month does not have or a time out of range (a leap second, :60, only
+    /// ends the last minute of a day).
     private static func date(year: Int, month: Int, day: Int, time: (hour: Int, minute: Int, second: Int)) -> Date? {
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard day >= 1, day <= lengths[month - 1], time.hour < 24, time.minute < 60, time.second <= 60 else {
+        guard day >= 1, day <= lengths[month - 1], time.hour < 24, time.minute < 60,
+            time.second < 60 || (time.second == 60 && time.hour == 23 && time.minute == 59)
+        else {
             return nil
         }
         // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).

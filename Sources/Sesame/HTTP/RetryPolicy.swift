@@ -86,7 +86,10 @@ public struct RetryPolicy: Sendable {
         guard let text = response.header("Retry-After")?.trimmingCharacters(in: .whitespaces), !text.isEmpty
         else { return nil }
         if text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-            return text.utf8.count <= 9 ? TimeInterval(text) : .infinity
+            // Leading zeros say nothing (`0000000005` is 5 s); ten or more significant digits: longer than anyone waits.
+            let significant = text.drop { $0 == "0" }
+            return significant.utf8.count <= 9
+                ? TimeInterval(significant.isEmpty ? "0" : String(significant)) : .infinity
         }
         return HTTPDate.parse(text, now: now).map { max(0, $0.timeIntervalSince(now)) }
     }

@@ -67,7 +67,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
         } catch {
             throw AuthError(.transport, "cannot listen on \(host) port \(port): \(error)")
         }
-        self.timeout = timeout
+        // NaN or infinity from the app must not trap where the timeout becomes an integer or a Duration.
+        self.timeout = timeout.isNaN ? 300 : min(max(timeout, 0), 86_400)
         opener = open
     }
 

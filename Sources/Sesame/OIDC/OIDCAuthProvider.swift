@@ -183,7 +183,12 @@ public struct OIDCAuthProvider: AuthProvider {
             parameters.append(("dpop_jkt", dpopSigner.thumbprint))
         }
         if let prompt = options.prompt { parameters.append(("prompt", prompt)) }
-        if let maxAge = options.maxAge { parameters.append(("max_age", String(Int(maxAge)))) }
+        if let maxAge = options.maxAge {
+            guard maxAge.isFinite, maxAge >= 0 else {
+                throw AuthError(.configuration, "max_age must be a number of seconds, zero or more")
+            }
+            parameters.append(("max_age", String(Int(min(maxAge, 10 * 365 * 86400)))))
+        }
         if let hint = options.loginHint { parameters.append(("login_hint", hint)) }
         if let acrValues = options.acrValues, !acrValues.isEmpty {
             parameters.append(("acr_values", acrValues.joined(separator: " ")))

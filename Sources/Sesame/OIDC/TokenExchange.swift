@@ -121,8 +121,11 @@ extension OIDCAuthProvider {
         }
         let lifetime = json["expires_in"]?.doubleValue.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
         var expiresAt = lifetime.map { sent.addingTimeInterval(min($0, 366 * 86400)) }
-        // A JWT's own exp, when it says sooner, wins (read, not trusted for anything else).
-        if let exp = (try? JWT.unverified(token))?.claims.expiresAt, expiresAt.map({ exp < $0 }) ?? true {
+        // A JWT's own exp, when it says sooner, wins (read, not trusted for anything else); never one over a year
+        // ahead (the cache would keep the token until then).
+        if let exp = (try? JWT.unverified(token))?.claims.expiresAt, exp.timeIntervalSince(sent) <= 366 * 86400,
+            expiresAt.map({ exp < $0 }) ?? true
+        {
             expiresAt = exp
         }
         return ExchangedToken(
