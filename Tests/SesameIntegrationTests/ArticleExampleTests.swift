@@ -201,9 +201,20 @@ import Testing
         #expect(shown == ["sign-in"])
     }
 
+    /// A dev server on the real clock: the articles' code leaves the SDK's clock the system's, so the server's must
+    /// be too (DPoP proofs and client assertions carry `iat`; the harness's manual clock would fall behind).
+    static func realTimeServer(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws
+        -> OIDCTestServer
+    {
+        try OIDCTestServer { configuration in
+            configuration.clock = { Date() }
+            try configure(&configuration)
+        }
+    }
+
     @Test("Signing in with OpenID Connect: configure, sign in, a token; keep the metadata and restore offline")
     func signingIn() async throws {
-        let oidc = try OIDCTestServer()
+        let oidc = try Self.realTimeServer()
         defer { oidc.stop() }
         let store = InMemoryTokenStore()
         let agent = FormUserAgent(harness: oidc)
@@ -226,7 +237,7 @@ import Testing
 
     @Test("Signing in with OpenID Connect and Command line and Linux: the loopback agent, file stores, DPoP, restore")
     func commandLine() async throws {
-        let oidc = try OIDCTestServer()
+        let oidc = try Self.realTimeServer()
         defer { oidc.stop() }
         let issuer = oidc.issuer
         let scratch = ScratchFolder()
@@ -277,7 +288,7 @@ import Testing
     @Test("Service accounts: a private JWK read from a file, the client credentials grant, an API call")
     func serviceAccount() async throws {
         let key = try JWK.generate(for: .es256)
-        let oidc = try OIDCTestServer { $0.clients = try OIDCTestServer.serviceClients(key: key) }
+        let oidc = try Self.realTimeServer { $0.clients = try OIDCTestServer.serviceClients(key: key) }
         defer { oidc.stop() }
         let scratch = ScratchFolder()
         try FileManager.default.createDirectory(at: scratch.url, withIntermediateDirectories: true)

@@ -42,8 +42,8 @@ import Testing
         let issuer = oidc.issuer.absoluteString
         let apiURL = oidc.issuer
 
-        // The DPoP article, verbatim but for the issuer, client, redirect URI, API URL and the Apple-only stores
-        // (the portable KeychainTokenStore / KeychainDPoPKeyStore over an in-memory Keychain and an emulated enclave):
+        // The DPoP article's flow with the portable KeychainTokenStore / KeychainDPoPKeyStore over an in-memory
+        // Keychain and an emulated enclave (the article's Apple-only lines are type-checked in ArticleSnippets):
         // swift-format-ignore: NeverForceUnwrap
         let signIn = try await OIDCAuth.configure(
             issuer: URL(string: issuer)!, clientID: "sesame-cli",

@@ -8,8 +8,49 @@ import SwiftUI
 ///
 /// DocCSnippetTests ties each article line to a line of this file. What they do is tested on Linux with the
 /// portable stores and a form-posting agent (AccountsTests, ReadmeOIDCExampleTests, MigrationGuideTests).
+/// Getting Started: a root view over a session's ``AuthState``.
+struct AppRootView: View {
+    @State var auth: AuthState  // made once: AuthState(session: session)
+
+    var body: some View {
+        switch auth.status {
+        case .signedIn: MainView()
+        case .signedOut: LoginView()
+        case .unknown: ProgressView("Unlocking…")  // a locked Keychain at launch: never "signed out"
+        }
+    }
+}
+
+/// Stand-ins for an app's own screens in the examples above.
+struct MainView: View {
+    var body: some View { Text("Signed in") }
+}
+
+/// See ``MainView``.
+struct LoginView: View {
+    var body: some View { Text("Sign in") }
+}
+
 @MainActor
 enum ArticleSnippets {
+    /// Getting Started on iOS: sign in, call an API, sign out.
+    static func signInCallSignOut(window: ASPresentationAnchor) async throws -> (String, AuthorizedClient) {
+        let store = KeychainTokenStore.keychain(service: "com.example.app")
+        let agent = WebAuthenticationSessionAgent { window }  // the browser sheet, ephemeral by default
+        // swift-format-ignore: NeverForceUnwrap
+        let auth = try await OIDCAuth.configure(
+            issuer: URL(string: "https://id.example.com")!, clientID: "my-app",
+            redirectURI: "com.example.app:/oauth", store: store)
+        try await auth.signIn(with: agent)
+        let token = try await auth.accessToken()  // refreshed first when it is about to expire
+        let claims = try await auth.userInfo()  // sub checked against the ID token
+        // swift-format-ignore: NeverForceUnwrap
+        let api = auth.client(for: URL(string: "https://api.example.com")!)  // an AuthorizedClient for your API
+        _ = await auth.signOut()  // revoke and delete: the ephemeral sheet kept no browser session
+        _ = claims
+        return (token, api)
+    }
+
     /// Getting Started on iOS: the browser sheet, anchored in the key window of the app's scene.
     static func browserSheet() -> WebAuthenticationSessionAgent {
         let agent = WebAuthenticationSessionAgent {

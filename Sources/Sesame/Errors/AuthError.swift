@@ -71,7 +71,8 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         public static let deviceCodeExpired = Code(rawValue: "device_code_expired")
         /// The tokens are DPoP-bound to a key that is missing or is not the configured one: sign in again.
         ///
-        /// Found (``TokenSet/dpopKeyThumbprint``) before any request is sent; the credentials are kept.
+        /// Found (``TokenSet/dpopKeyThumbprint``) before any request is sent. The session ends: its credentials are
+        /// deleted (they cannot be used without the key) and ``AuthError/requiresReauthentication`` is true.
         public static let dpopKeyMismatch = Code(rawValue: "dpop_key_mismatch")
         /// A resource wants a stronger or more recent sign-in (RFC 9470); the credentials are kept.
         ///
