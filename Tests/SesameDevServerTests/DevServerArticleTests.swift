@@ -26,7 +26,7 @@ import Testing
         try Self.configurationFile().write(to: file)
 
         var configuration = DevServer.Configuration()
-        try configuration.load(json: Data(contentsOf: URL(fileURLWithPath: file.path)))
+        try configuration.load(json: Data(contentsOf: URL(fileURLWithPath: "\(file.path)")))
         configuration.passwordIterations = 1000  // fast tests; the default is 600,000
         configuration.accessTokenTTL = 5  // watch refreshes happen
         let server = try DevServer(configuration: configuration)

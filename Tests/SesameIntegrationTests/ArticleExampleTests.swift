@@ -343,36 +343,4 @@ import Testing
         }
         #expect(outcomes == ["alice", "expired"])
     }
-
-    @Test("Running the dev server: inside a test, from a configuration file, with a second issuer")
-    func devServerInATest() async throws {
-        let scratch = ScratchFolder()
-        try FileManager.default.createDirectory(at: scratch.url, withIntermediateDirectories: true)
-        let file = scratch.url.appendingPathComponent("dev-idp.json").path
-        try Data(
-            #"""
-            {"users": [{"email": "alice@example.com", "password": "correct-horse", "sub": "alice"}],
-             "issuers": {"partner": {"users": [{"email": "pat@partner.example", "password": "another-horse"}]}}}
-            """#.utf8
-        ).write(to: URL(fileURLWithPath: file))
-
-        var configuration = DevServer.Configuration()
-        try configuration.load(json: Data(contentsOf: URL(fileURLWithPath: "\(file)")))
-        configuration.passwordIterations = 1000  // fast tests; the default is 600,000
-        configuration.accessTokenTTL = 5  // watch refreshes happen
-        let server = try DevServer(configuration: configuration)
-        let issuer = try server.start()  // http://127.0.0.1:PORT
-        defer { server.stop() }
-        let partner = issuer.appendingPathComponent("partner")
-
-        let main = try await OIDCProviderMetadata.discover(issuer: issuer)
-        let other = try await OIDCProviderMetadata.discover(issuer: partner)
-        #expect(main.issuer == issuer.absoluteString && other.issuer == partner.absoluteString)
-        let auth = try await OIDCAuth.configure(
-            issuer: issuer, clientID: "sesame-cli", redirectURI: "http://127.0.0.1:5555/callback",
-            store: InMemoryTokenStore())
-        let tokens = try await auth.signIn(with: DevServerUser(email: "alice@example.com", password: "correct-horse"))
-        let lifetime = try #require(tokens.expiresAt).timeIntervalSinceNow
-        #expect(lifetime > 0 && lifetime <= 5)
-    }
 }
