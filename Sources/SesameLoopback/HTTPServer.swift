@@ -175,8 +175,7 @@ public final class HTTPServer: @unchecked Sendable {
         let wasRunning = shared.withLock { shared -> Bool in
             guard shared.started, !shared.stopping else { return false }
             shared.stopping = true
-            shared.stopDeadline =
-                DispatchTime.now().uptimeNanoseconds + UInt64((timeout.isNaN ? 0 : min(max(0, timeout), 86_400)) * 1e9)
+            shared.stopDeadline = DispatchTime.now().uptimeNanoseconds + EventLoop.nanoseconds(timeout)
             return true
         }
         guard wasRunning else { return }

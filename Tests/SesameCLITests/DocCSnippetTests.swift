@@ -40,18 +40,9 @@ import Testing
             for block in try ReadmeSnippetTests.swiftBlocks(in: article)
             where !block.contains("import PackageDescription") {
                 count += 1
-                let lines = block.split(separator: "\n").map { ReadmeSnippetTests.normalized($0) }
-                    .filter { !$0.isEmpty }
-                used.formUnion(lines.filter { Self.excused[$0] != nil })
-                let wanted = lines.filter { Self.excused[$0] == nil }
-                let best = sources.map { ($0.name, ReadmeSnippetTests.inOrder(wanted, in: $0.lines)) }
-                    .max { $0.1.matched < $1.1.matched }
-                #expect(
-                    best?.1.missing == nil,
-                    """
-                    \(article.lastPathComponent): the example starting \(wanted.first ?? "?"): closest file \
-                    \(best?.0 ?? "none") lacks \(best?.1.missing ?? "?")
-                    """)
+                used.formUnion(
+                    ReadmeSnippetTests.expectTied(
+                        block, to: sources, excused: Self.excused, place: article.lastPathComponent))
             }
         }
         #expect(count >= 40, "the articles' Swift examples were not found (\(count))")

@@ -59,6 +59,25 @@ import Testing
         return (wanted.count, nil)
     }
 
+    /// Expects `block`'s code lines, but the `excused` ones, in order in one of `sources`.
+    ///
+    /// Returns the excused lines the block has (so that an excuse no longer needed is noticed); `place` names the
+    /// block's document in a failure.
+    static func expectTied(
+        _ block: String, to sources: [(name: String, lines: [String])], excused: [String: String], place: String
+    ) -> Set<String> {
+        let lines = block.split(separator: "\n").map { normalized($0) }.filter { !$0.isEmpty }
+        let wanted = lines.filter { excused[$0] == nil }
+        let best = sources.map { ($0.name, inOrder(wanted, in: $0.lines)) }.max { $0.1.matched < $1.1.matched }
+        #expect(
+            best?.1.missing == nil,
+            """
+            \(place): the example starting \(wanted.first ?? "?"): closest file \(best?.0 ?? "none") lacks \
+            \(best?.1.missing ?? "?")
+            """)
+        return Set(lines.filter { excused[$0] != nil })
+    }
+
     @Test(
         "README: each Swift example is, line for line and in order, the code of one test (literals and comments aside)")
     func examplesAreTested() throws {
@@ -67,14 +86,7 @@ import Testing
         let blocks = try Self.swiftBlocks().filter { !$0.contains("import PackageDescription") }
         #expect(blocks.count >= 5, "the README's Swift examples were not found")
         for block in blocks {
-            let lines = block.split(separator: "\n").map { Self.normalized($0) }.filter { !$0.isEmpty }
-            used.formUnion(lines.filter { Self.excused[$0] != nil })
-            let wanted = lines.filter { Self.excused[$0] == nil }
-            let best = sources.map { ($0.name, Self.inOrder(wanted, in: $0.lines)) }.max { $0.1.matched < $1.1.matched }
-            #expect(
-                best?.1.missing == nil,
-                "README example starting \(wanted.first ?? "?"): closest test \(best?.0 ?? "none") lacks \(best?.1.missing ?? "?")"
-            )
+            used.formUnion(Self.expectTied(block, to: sources, excused: Self.excused, place: "README"))
         }
         #expect(
             used == Set(Self.excused.keys),

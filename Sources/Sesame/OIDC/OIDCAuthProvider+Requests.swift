@@ -106,7 +106,8 @@ extension OIDCAuthProvider {
             let serverDate = HTTPDate.parse(header, now: receivedAt)
         {
             let offset = serverDate.timeIntervalSince(receivedAt)
-            // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off is a broken server, not a clock fix).
+            // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off
+            // is a broken server, not a clock fix).
             clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
         }
         guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
@@ -237,7 +238,6 @@ extension OIDCAuthProvider {
         default: nil
         }
     }
-
 }
 
 /// A set that forgets its oldest members beyond `capacity`.

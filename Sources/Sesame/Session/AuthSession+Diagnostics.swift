@@ -35,12 +35,15 @@ extension AuthSession {
         }
     }
 
+    /// An app's minimum validity as whole seconds, converted to `Int` only when it fits (it may be infinity).
+    nonisolated static func wholeSeconds(_ seconds: Double) -> String {
+        seconds.isFinite && abs(seconds) < 1e15 ? String(Int(seconds)) : "\(seconds)"
+    }
+
     /// Why a refresh runs, for the diagnostics.
     nonisolated static func why(_ intent: SessionMachine.Intent) -> String {
         switch intent {
-        // An app's minimum validity is any TimeInterval (infinity included): converted to Int only when it fits.
-        case .expiring(let seconds):
-            "the access token expires within \(seconds.isFinite && abs(seconds) < 1e15 ? "\(Int(seconds))" : "\(seconds)") s"
+        case .expiring(let seconds): "the access token expires within \(wholeSeconds(seconds)) s"
         case .rejected: "the server rejected the access token"
         case .forced: "asked for"
         case .persist: "to save credentials a failed save left in memory"
