@@ -324,7 +324,7 @@ struct SlowClientTests {
     }
 
     @Test(
-        "70 clients pipelining without pause cannot hold the 64 handler threads: a newcomer is served within a second",
+        "70 clients pipelining without pause cannot hold the 64 handler threads: a newcomer is served at once, not starved",
         .timeLimit(.minutes(1)))
     func greedyPipeliners() throws {
         let server = try HTTPServerTests.makeServer()
@@ -348,7 +348,10 @@ struct SlowClientTests {
         let asked = Date()
         newcomer.send("GET /hello?name=newcomer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(newcomer.readToEnd().hasSuffix("hello newcomer"))
-        #expect(Date().timeIntervalSince(asked) < 1)
+        // A starved newcomer is never answered while the flood lasts (it stops only after this answer): its read
+        // gives up after 5 s, empty. 3 s tells fair from starved with room for a loaded 2-core machine (1.25 s was
+        // seen with the whole suite running in parallel; alone it takes milliseconds).
+        #expect(Date().timeIntervalSince(asked) < 3)
         stop.value = true
         group.wait()
     }
