@@ -66,9 +66,12 @@ public enum HTTPFormEncoding {
     }
 
     /// Decodes `a=1&b=x+y` into its pairs, in order, repeated names included (OAuth refuses those).
+    ///
+    /// Split on the bytes `&` and `=`, as WHATWG URL §5.1 says: not on Swift characters, where `&` followed by a
+    /// combining mark is one character and would hide a separator that every other parser sees.
     public static func decodePairs(_ text: String) -> [(name: String, value: String)] {
-        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        Array(text.utf8).split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
         }
     }
@@ -107,9 +110,13 @@ public enum HTTPFormEncoding {
     /// Not Foundation's `removingPercentEncoding`, which drops a leading U+FEFF and so makes `%EF%BB%BFx` and `x`
     /// the same value: identifiers compare byte for byte.
     public static func decodeComponent(_ text: some StringProtocol) -> String? {
+        decodeComponent(bytes: text.utf8)
+    }
+
+    private static func decodeComponent(bytes text: some Collection<UInt8>) -> String? {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
+        bytes.reserveCapacity(text.count)
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue)
@@ -133,8 +140,10 @@ public enum HTTPFormEncoding {
         }
     }
 
-    /// A component as `decodeComponent` reads it, or with only `+` made a space when it does not decode.
-    private static func unescape(_ text: Substring) -> String {
-        decodeComponent(text) ?? text.replacingOccurrences(of: "+", with: " ")
+    /// A component as `decodeComponent` reads it, or with only `+` made a space when it does not decode (the bytes
+    /// are UTF-8 already: they were cut from a string at ASCII separators).
+    private static func unescape(_ bytes: ArraySlice<UInt8>) -> String {
+        decodeComponent(bytes: bytes)
+            ?? String(decoding: bytes.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 }

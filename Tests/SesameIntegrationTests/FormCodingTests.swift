@@ -73,6 +73,15 @@ import Testing
         for broken in ["%", "%4", "%G1", "%FF"] { #expect(HTTPFormEncoding.decodeComponent(broken) == nil) }
     }
 
+    @Test("The servers' form decoder splits on the bytes & and =, also where a combining mark follows one")
+    func byteSeparators() {
+        // Swift joins "&" and U+0301 into one Character; WHATWG URL (and every other server) splits on the byte.
+        let decoded = HTTPFormEncoding.decodePairs("a=1&\u{301}b=2&c=\u{301}3&=\u{301}&d&%zz=+%")
+        #expect(decoded.map(\.name) == ["a", "\u{301}b", "c", "", "d", "%zz"])
+        #expect(decoded.map(\.value) == ["1", "2", "\u{301}3", "\u{301}", "", " %"])
+        #expect(HTTPFormEncoding.decode("state=x&\u{301}state=y")["state"] == "x")
+    }
+
     @Test("What the client form-encodes, the servers' decoder reads back pair for pair")
     func clientToServer() {
         let pairs = Self.words.map { ($0, String($0.reversed())) }
