@@ -310,11 +310,20 @@ extension SesameHTTP {
             if escape || isQueryByte(byte) {
                 encoded.append(byte)
             } else {
-                encoded.append(contentsOf: Array(String(format: "%%%02X", byte).utf8))
+                appendPercentEscape(byte, to: &encoded)
             }
         }
         return String(decoding: encoded, as: UTF8.self)
     }
+
+    /// Appends `%XX` for `byte` (upper-case hexadecimal, RFC 3986 §2.1), without a trip through `String(format:)`.
+    static func appendPercentEscape(_ byte: UInt8, to encoded: inout [UInt8]) {
+        encoded.append(UInt8(ascii: "%"))
+        encoded.append(upperHexDigits[Int(byte >> 4)])
+        encoded.append(upperHexDigits[Int(byte & 0x0F)])
+    }
+
+    private static let upperHexDigits = Array("0123456789ABCDEF".utf8)
 
     /// RFC 3986 §3.4: unreserved, sub-delims, `:`, `@`, `/` and `?`.
     private static func isQueryByte(_ byte: UInt8) -> Bool {

@@ -197,15 +197,11 @@ extension OIDCAuthProvider {
                 UInt8(ascii: "~"):
                 encoded.append(byte)
             default:
-                encoded.append(UInt8(ascii: "%"))
-                encoded.append(hexDigits[Int(byte >> 4)])
-                encoded.append(hexDigits[Int(byte & 0x0F)])
+                SesameHTTP.appendPercentEscape(byte, to: &encoded)
             }
         }
         return String(decoding: encoded, as: UTF8.self)
     }
-
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// A form or query component decoded byte for byte (`%XX` as its byte, `+` as a space when `plusIsSpace`).
     ///

@@ -107,7 +107,11 @@ struct ParsedArguments: Sendable {
 /// Suggestions for misspelt commands and options: the closest name by edit distance, when it is close.
 enum Suggestions {
     static func closest(to input: String, among candidates: [String]) -> String? {
-        let scored = candidates.map { ($0, distance(input.lowercased(), $0.lowercased())) }
+        // Only the names close enough in length can be close enough (an edit distance is at least the difference
+        // in length, and more than 3 is never suggested): a long mistyped word costs no table per name.
+        let length = input.count
+        let lowered = input.lowercased()
+        let scored = candidates.filter { abs($0.count - length) <= 3 }.map { ($0, distance(lowered, $0.lowercased())) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         let allowed = max(1, min(3, best.0.count / 3))
         if best.1 <= allowed { return best.0 }
