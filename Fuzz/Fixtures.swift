@@ -156,6 +156,8 @@ enum Fixtures {
         // or a typed error (a query URLComponents would trap on once crashed the process).
         if let built = try? SesameHTTP.url(path: text, under: apiBase, baseText: "https://api.example/v1") {
             require(built.host == "api.example", "an endpoint path left the base: \(built)")
+            // No `..` survives that a server would resolve out of /v1 (one hid behind a combining mark).
+            require(built.standardized.path.hasPrefix("/v1"), "an endpoint path climbed out of /v1: \(built)")
         }
         guard let url = URL(string: text) else { return }
         _ = try? AuthorizationResponse(url: url)

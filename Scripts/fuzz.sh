@@ -122,7 +122,8 @@ seeds() {
         'Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"'
     seed redirect 'http://127.0.0.1:8765/callback?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz&iss=https%3A%2F%2Fop.example' \
         'http://127.0.0.1:8765/callback?error=access_denied&error_description=no&state=xyz' \
-        'com.example.app:/callback?code=a&code=b#frag' '/search?q=a b&x=50%&e=\xc3\xa9#f' '../v1/./me;x=1?y'
+        'com.example.app:/callback?code=a&code=b#frag' '/search?q=a b&x=50%&e=\xc3\xa9#f' '../v1/./me;x=1?y' \
+        '/../\xcc\x81admin?\xcc\x81a=1'
     seed dpop-proof 'eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7Imt0eSI6IkVDIiwieCI6Imw4dEZyaHgtMzR0VjNoUklDUkRZOXpDa0RscEJoRjQyVVFVZldWQVdCRnMiLCJ5IjoiOVZFNGpmX09rX282NHpiVFRsY3VOSmFqSG10NnY5VERWclUwQ2R2R1JEQSIsImNydiI6IlAtMjU2In19.eyJqdGkiOiItQndDM0VTYzZhY2MybFRjIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vc2VydmVyLmV4YW1wbGUuY29tL3Rva2VuIiwiaWF0IjoxNTYyMjYyNjE2fQ.2-GxA6T8lP4vfrg8v-FdWP0A0zdrj8igiMLvqRMUvwnQg4PtFLbdLXiOSsX0x7NVY-FNyJK70nfbV37xRZT3Lg'
     seed http-request 'GET /hello?name=a HTTP/1.1\r\nHost: x\r\n\r\n' \
         'POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\ncode=abcd' \

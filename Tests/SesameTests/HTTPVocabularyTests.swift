@@ -222,6 +222,24 @@ import Testing
     }
 
     @Test(
+        "A '..' segment or a '?' followed by a combining mark is still cut on the byte: the path cannot leave the base")
+    func combiningMarks() throws {
+        let base = try #require(URL(string: "https://api.example/v1"))
+        // In Swift, "/" + U+0301 is one Character: a character split saw one segment "../\u{301}admin", not "..".
+        for path in ["/../\u{301}admin", "a/..\u{2F}\u{301}/admin", "/.%2e/\u{301}x", "/..;\u{301}/admin"] {
+            #expect(throws: AuthError.self, "\(path.unicodeScalars.map(\.value))") {
+                _ = try SesameHTTP.url(path: path, under: base)
+            }
+        }
+        let queried = try #require(try SesameHTTP.url(path: "/me?\u{301}a=1", under: base))
+        #expect(queried.absoluteString == "https://api.example/v1/me?%CC%81a=1")
+        // Legitimate segments that merely start with dots stay allowed.
+        for path in ["/...", "/.well-known/x", "/..a", "/a..", "/%2e"] {
+            #expect((try? SesameHTTP.url(path: path, under: base)) != nil, "\(path)")
+        }
+    }
+
+    @Test(
         "A query written with a space, a lone % or non-ASCII is sent percent-encoded, never a crash (URLComponents traps on it); a URL that cannot be built is an error that does not show its query"
     )
     func queryAsWritten() async throws {

@@ -162,9 +162,10 @@
                 headers = []
                 return
             }
-            guard let colon = line.firstIndex(of: ":") else { return }
+            // The byte `:`, not the Character: `:` followed by a combining mark is one Character.
+            guard let colon = line.utf8.firstIndex(of: UInt8(ascii: ":")) else { return }
             let name = String(line[..<colon])
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            let value = line[line.utf8.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
             headers.append(.init(name: name, value: value))
         }
 

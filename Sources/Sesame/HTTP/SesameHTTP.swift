@@ -277,27 +277,45 @@ extension SesameHTTP {
         {
             return base.appendingPathComponent(text)
         }
-        let parts = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = String(parts[0])
+        // Cut on the bytes `?` and `/`, not on Swift characters: `/` followed by a combining mark is one Character,
+        // and `/../\u{301}x` would hide from a character split the `..` segment a server resolves.
+        let bytes = Array(text.utf8)
+        let question = bytes.firstIndex(of: UInt8(ascii: "?"))
+        let path = bytes[..<(question ?? bytes.endIndex)]
         // `..`, its escaped spellings, and `..;params` (which Tomcat and Spring take for `..`) may not escape the base.
-        guard
-            !path.split(separator: "/").contains(where: { segment in
-                let name = segment.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
-                    .lowercased().replacingOccurrences(of: "%2e", with: ".")
-                return name == ".."
-            })
-        else {
+        guard !path.split(separator: UInt8(ascii: "/")).contains(where: isDotDotSegment) else {
             throw AuthError(.configuration, "an endpoint path may not contain '..' segments")
         }
-        var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: true)
-        if parts.count == 2 { components?.percentEncodedQuery = queryEscapingInvalid(parts[1]) }
+        var components = URLComponents(
+            url: base.appendingPathComponent(String(decoding: path, as: UTF8.self)), resolvingAgainstBaseURL: true)
+        if let question { components?.percentEncodedQuery = queryEscapingInvalid(bytes[(question + 1)...]) }
         return components?.url
+    }
+
+    /// Whether a path segment is `..` as a server reads it: up to a `;`, with `.` also spelt `%2e` or `%2E`.
+    private static func isDotDotSegment(_ segment: ArraySlice<UInt8>) -> Bool {
+        let name = segment.prefix { $0 != UInt8(ascii: ";") }
+        var dots = 0
+        var index = name.startIndex
+        while index < name.endIndex {
+            if name[index] == UInt8(ascii: ".") {
+                index += 1
+            } else if name[index] == UInt8(ascii: "%"), name.index(index, offsetBy: 2) < name.endIndex,
+                name[index + 1] == UInt8(ascii: "2"), name[index + 2] | 0x20 == UInt8(ascii: "e")
+            {
+                index += 3
+            } else {
+                return false
+            }
+            dots += 1
+        }
+        return dots == 2
     }
 
     /// A query as written, with what may not stand in one percent-encoded: a space, a `%` that starts no escape,
     /// a byte outside RFC 3986's query characters (`URLComponents` traps on such a query instead of refusing it).
-    static func queryEscapingInvalid(_ text: Substring) -> String {
-        let bytes = Array(text.utf8)
+    static func queryEscapingInvalid(_ text: ArraySlice<UInt8>) -> String {
+        let bytes = Array(text)
         func isHex(_ byte: UInt8) -> Bool {
             (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x66 || (0x30...0x39).contains(byte)
         }
