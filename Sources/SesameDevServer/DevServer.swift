@@ -308,7 +308,8 @@ public final class DevServer: Sendable {
     /// An address with one `@`, no white space, and no control or invisible formatting characters (a NUL, a
     /// zero-width space or a bidi override would make look-alike accounts).
     static func isPlausible(email: String) -> Bool {
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        // The byte `@`: `@` followed by a combining mark is one Swift Character and would hide a second `@`.
+        let parts = email.utf8.split(separator: UInt8(ascii: "@"), omittingEmptySubsequences: false)
         let invisible = email.unicodeScalars.contains { scalar in
             scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
                 || scalar.properties.isWhitespace

@@ -212,6 +212,11 @@ import Testing
         let token = try CLIRunner.run(["token"], environment: workspace.environment).stdout
             .trimmingCharacters(in: .newlines)
         #expect(filled.stdout.contains("password=\(token)\n"))
+        // Lines ended "\r\n" are read as lines ("\r\n" is one Swift Character: a split on "\n" saw one line).
+        let crlf = try CLIRunner.run(
+            ["credential-helper", "get"], stdin: "protocol=http\r\nhost=127.0.0.1:\(port)\r\n\r\n",
+            environment: workspace.environment)
+        #expect(crlf.status == 0 && crlf.stdout.contains("password=\(token)\n"), "\(crlf.stderr)")
         // Another host (another port is another origin): nothing from sesame, and git, unable to prompt, fails.
         let other = try git("fill", "protocol=http\nhost=127.0.0.1:\(port + 1)\n\n")
         #expect(other.status != 0 && !other.stdout.contains(token))

@@ -40,6 +40,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: home) }
         let server = try ServeProcess()
         try signIn(server)
+        // A password piped with a Windows line end is the same password ("\r\n" is one Swift Character).
+        let crlf = try sesame(
+            ["login", "--rest", server.base.absoluteString, "--email", "new@example.com"], stdin: "pw-correct-horse\r\n"
+        )
+        #expect(crlf.status == 0, "\(crlf.stderr)")
         let me = try sesame(["request", "/me"])
         #expect(me.status == 0 && me.stdout.contains("new@example.com"), "\(me.stderr)")
         #expect(try sesame(["request", "me"]).stdout.contains("new@example.com"))

@@ -66,6 +66,8 @@ struct RunningServer {
         #expect(try await running.register("alice@example.com").status == 409)
         for (email, password) in [
             ("not-an-email", "correct-horse"), ("bob@example.com", "short"), ("", "correct-horse"),
+            // Two @ bytes, the second hidden from a Character split behind a combining mark.
+            ("a@\u{301}x@victim.example", "correct-horse"), ("a@\u{FE0F}x@victim.example", "correct-horse"),
         ] {
             let response = try await running.register(email, password)
             #expect(response.status == 400 && response.error == "invalid_request", "\(email)")

@@ -89,6 +89,9 @@ import Testing
         let two = try fixture.token(["aud": ["my-app", "other-api"], "azp": "my-app"])
         #expect(await fixture.validate(two) == "untrusted_audience")
         #expect(await fixture.validate(two) { $0.trustedAudiences = ["other-api"] } == nil)
+        // Byte for byte: "\u{212A}" (KELVIN SIGN) is canonically equivalent to "K", so a Set<String> matched it.
+        let kelvin = try fixture.token(["aud": ["my-app", "\u{212A}api"], "azp": "my-app"])
+        #expect(await fixture.validate(kelvin) { $0.trustedAudiences = ["Kapi"] } == "untrusted_audience")
         #expect(await fixture.validate(try fixture.token(["aud": ["my-app"]])) == nil, "an array with the client alone")
         #expect(await fixture.validate(try fixture.token(["azp": "someone-else"])) == "authorized_party_mismatch")
     }
@@ -189,12 +192,14 @@ import Testing
     func redirectURIs() throws {
         for good in [
             "http://127.0.0.1:8765/cb", "http://[::1]:1/cb", "https://app.example.com/cb", "com.example.app:/oauth",
+            "http://127.1.2.3:1/cb",
         ] {
             #expect(throws: Never.self) { try OIDCAuthProvider.checkRedirectURI(good) }
         }
         for bad in [
             "http://localhost:8765/cb", "http://app.example.com/cb", "myapp://cb", "javascript:alert(1)",
-            "https://x/#f",
+            "https://x/#f", "http://127.attacker.example/cb", "http://127.0.0.1\u{301}/cb", "http://127.0.0.256/cb",
+            "http://128.0.0.1/cb", "http://127.0.0/cb",
         ] {
             #expect(throws: AuthError.self, "\(bad)") { try OIDCAuthProvider.checkRedirectURI(bad) }
         }

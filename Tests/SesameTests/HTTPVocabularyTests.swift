@@ -113,6 +113,10 @@ import Testing
         #expect(texts[0].contains("u1") && texts[3].contains("POST"))
         #expect(withQuery.description == "Endpoint(GET /files?…, body: 0 bytes)")
         #expect(absolute.description == "Endpoint(GET https://api.example/x?…, body: 0 bytes)")
+        // The query is cut at the byte, also where a combining mark follows the `?` or `#`.
+        let marked = AuthorizedClient.Endpoint.get("/s?\u{301}q=x&api_key=secret")
+        #expect(marked.description == "Endpoint(GET /s?…, body: 0 bytes)")
+        #expect(!AuthorizedClient.Endpoint.get("/s#\u{301}secret").description.contains("secret"))
     }
 }
 

@@ -235,8 +235,11 @@ enum Redaction {
             guard let url = URL(string: text), url.scheme != nil else { return "<url>" }
             return Redaction.url(url)
         }
-        guard let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return text }
-        return String(text[..<end]) + (text[end] == "?" ? "?…" : "")
+        // The bytes `?` and `#` (as the request is built): followed by a combining mark, either is one Character.
+        guard let end = text.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else {
+            return text
+        }
+        return String(text[..<end]) + (text.utf8[end] == UInt8(ascii: "?") ? "?…" : "")
     }
 }
 

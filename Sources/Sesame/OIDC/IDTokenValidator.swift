@@ -172,7 +172,9 @@ public struct IDTokenValidator: Sendable {
             throw Self.rejection("invalid_subject", "the ID token's sub is empty or longer than 255 characters")
         }
         if let audiences = claims.audience,
-            let stranger = audiences.first(where: { !ByteExact.equals($0, clientID) && !trustedAudiences.contains($0) })
+            let stranger = audiences.first(where: { audience in
+                !ByteExact.equals(audience, clientID) && !trustedAudiences.contains { ByteExact.equals($0, audience) }
+            })
         {
             throw Self.rejection(
                 "untrusted_audience",

@@ -22,7 +22,7 @@ extension OIDCAuthProvider {
             }
         case "http":
             let host = (components.host ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            guard host == "::1" || (host.hasPrefix("127.") && host.split(separator: ".").count == 4) else {
+            guard host == "::1" || OIDCProviderMetadata.isLoopbackIPv4(host) else {
                 throw AuthError(
                     .configuration,
                     "an http redirect URI must be a loopback IP literal (http://127.0.0.1:PORT/… or http://[::1]:PORT/…)"

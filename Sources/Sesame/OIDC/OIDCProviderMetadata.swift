@@ -102,9 +102,19 @@ public struct OIDCProviderMetadata: Sendable, Hashable, Codable {
     package static func isLoopback(_ url: URL) -> Bool {
         guard url.scheme?.lowercased() == "http", let host = url.host?.lowercased() else { return false }
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return bare == "localhost" || bare == "::1"
-            || bare.hasPrefix("127.")
-                && bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil }
+        return bare == "localhost" || bare == "::1" || isLoopbackIPv4(bare)
+    }
+
+    /// Whether `host` is a dotted-quad literal in `127.0.0.0/8`, read byte by byte: four parts of one to three
+    /// decimal digits, each at most 255, the first 127 (`127.attacker.example` and `127.0.0.1\u{301}` are names).
+    package static func isLoopbackIPv4(_ host: String) -> Bool {
+        let parts = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return false }
+        let values = parts.map { part -> Int? in
+            guard (1...3).contains(part.count), part.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+            return part.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        }
+        return values[0] == 127 && values.allSatisfy { $0.map { $0 <= 255 } ?? false }
     }
 
     /// Fetches the provider's metadata: `/.well-known/openid-configuration`, then RFC 8414's

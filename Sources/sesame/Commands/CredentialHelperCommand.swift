@@ -55,13 +55,15 @@ struct CredentialHelperCommand: SesameCommand {
         let data = FileHandle.standardInput.readData(ofLength: limit + 1)
         guard data.count <= limit else { return [:] }
         var attributes: [String: String] = [:]
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        // Cut on the bytes: in Swift "\r\n" is one Character, which a split on "\n" does not see.
+        let lines = Array(data).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         // Only complete lines: the last piece, after the final newline, is either empty or unfinished.
         for line in lines.dropLast() {
-            let text = line.hasSuffix("\r") ? line.dropLast() : line
+            let text = line.last == UInt8(ascii: "\r") ? line.dropLast() : line
             if text.isEmpty { break }
-            guard let equals = text.firstIndex(of: "=") else { continue }
-            attributes[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            guard let equals = text.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            attributes[String(decoding: text[..<equals], as: UTF8.self)] = String(
+                decoding: text[(equals + 1)...], as: UTF8.self)
         }
         return attributes
     }

@@ -76,7 +76,8 @@ struct RESTSignIn: Sendable {
         if isatty(0) == 0 {
             let data = FileHandle.standardInput.readDataToEndOfFile()
             var text = String(decoding: data, as: UTF8.self)
-            while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+            // Scalars, not Characters: "\r\n" is one Character, and hasSuffix("\n") is false for it.
+            while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
             guard !text.isEmpty else { throw CLIError.usage("no password on standard input", command: command) }
             return text
         }
