@@ -149,7 +149,7 @@ extension DevServer {
         }
         let issuer = state.withLock { $0.issuer }
         let accepted = [issuer, issuer + "/token", issuer + endpoint]
-        guard let audience = claims.audience, audience.contains(where: { named in accepted.contains(named) }) else {
+        guard let audience = claims.audience, audience.contains(where: { ByteExact.contains(accepted, $0) }) else {
             return "the client assertion's aud must name this server (\(issuer) or \(issuer)/token)"
         }
         let now = self.now

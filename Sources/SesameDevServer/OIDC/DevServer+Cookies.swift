@@ -8,10 +8,16 @@ extension DevServer {
     static let csrfCookie = "sesame_csrf"
     static let sessionCookie = "sesame_session"
     func cookie(_ name: String, in request: HTTPServerRequest) -> String? {
+        // Bytes, not Characters: a `;` or `=` next to a combining or prepended mark is part of one Character.
+        let prefix = Array((name + "=").utf8)
         for header in request.headers.values("Cookie") {
-            for part in header.split(separator: ";") {
-                let pair = part.trimmingCharacters(in: .whitespaces)
-                if pair.hasPrefix(name + "=") { return String(pair.dropFirst(name.count + 1)) }
+            for part in Array(header.utf8).split(separator: UInt8(ascii: ";")) {
+                let pair = part.drop { $0 == 0x20 || $0 == 0x09 }
+                if pair.starts(with: prefix) {
+                    let value = pair.dropFirst(prefix.count)
+                    let end = value.lastIndex { $0 != 0x20 && $0 != 0x09 }.map { $0 + 1 } ?? value.startIndex
+                    return String(decoding: value[..<end], as: UTF8.self)
+                }
             }
         }
         return nil
