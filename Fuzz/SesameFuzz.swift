@@ -77,8 +77,8 @@ func require(_ condition: Bool, _ what: @autoclosure () -> String) {
 
 /// Runs `body` to its end and waits for it (the SDK's parsers sit behind async calls).
 ///
-/// The task starts on this thread and stays on it until something truly suspends: most inputs never leave it, which spares two thread
-/// switches per execution.
+/// The task starts on this thread and stays on it until something truly suspends: most inputs never leave it,
+/// which spares two thread switches per execution.
 func blocking(_ body: @escaping @Sendable () async -> Void) {
     let done = DispatchSemaphore(value: 0)
     Task.immediate {

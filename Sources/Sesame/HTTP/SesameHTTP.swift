@@ -303,7 +303,7 @@ extension SesameHTTP {
         while index < name.endIndex {
             if name[index] == UInt8(ascii: ".") {
                 index += 1
-            } else if name[index] == UInt8(ascii: "%"), name.index(index, offsetBy: 2) < name.endIndex,
+            } else if name[index] == UInt8(ascii: "%"), index + 2 < name.endIndex,
                 name[index + 1] == UInt8(ascii: "2"), name[index + 2] | 0x20 == UInt8(ascii: "e")
             {
                 index += 3
