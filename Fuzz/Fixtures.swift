@@ -54,7 +54,9 @@ enum Fixtures {
     static func provider(_ answer: FuzzResponse, pushed: Bool = false) -> OIDCAuthProvider {
         var configuration = OIDCAuthProvider.Configuration(
             clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback")
-        if pushed { configuration.pushedRequests = .always }
+        // The fixtures' provider advertises PAR: without `.whenRequired`, every authorization request would be pushed
+        // and take the fuzz response as PAR's answer (so the redirect target never reached a code exchange).
+        configuration.pushedRequests = pushed ? .always : .whenRequired
         return OIDCAuthProvider(
             metadata: metadata, configuration: configuration, transport: FuzzTransport(answer: answer),
             timeSource: FixedTime(), sleep: { _ in })
@@ -88,9 +90,34 @@ enum Fixtures {
         }
     }
 
+    /// An authorization request of the fixtures' client, made once.
+    ///
+    /// Made outside any task (it blocks on one), with ``codeRedirect``, its redirect with a code. Each input's
+    /// provider is new, so the state is unused there; a request per input gave no parser coverage and cost a sixth
+    /// of the token-response and redirect targets' time.
+    static let pending: PendingAuthorization = {
+        nonisolated(unsafe) var made: Result<PendingAuthorization, any Error>?
+        blocking {
+            do { made = .success(try await provider(FuzzResponse([0])).authorizationRequest()) } catch {
+                made = .failure(error)
+            }
+        }
+        switch made {
+        case .success(let pending): return pending
+        case .failure(let error):
+            FileHandle.standardError.write(Data("fuzz harness: no authorization request: \(error)\n".utf8))
+            exit(2)
+        case nil:
+            FileHandle.standardError.write(Data("fuzz harness: the authorization request did not finish\n".utf8))
+            exit(2)
+        }
+    }()
+    static let codeRedirect = url("http://127.0.0.1:8765/callback?code=c&state=\(pending.state)&iss=\(issuer)")
+
     static func tokenResponse(_ bytes: [UInt8]) {
         let answer = FuzzResponse(bytes)
         let provider = provider(answer)
+        let (pending, codeRedirect) = (pending, codeRedirect)
         blocking {
             let previous = TokenSet(accessToken: "a", refreshToken: "r", idToken: idToken, expiresAt: now)
             if let tokens = try? await provider.refresh(previous) {
@@ -99,9 +126,7 @@ enum Fixtures {
                 require(tokens.idToken == idToken, "a new ID token was accepted from fuzz bytes")
             }
             // The code exchange, with the request's own state.
-            guard let pending = try? await provider.authorizationRequest() else { return }
-            let redirect = url("http://127.0.0.1:8765/callback?code=c&state=\(pending.state)&iss=\(issuer)")
-            if (try? await provider.completeAuthorization(redirect: redirect, pending: pending)) != nil {
+            if (try? await provider.completeAuthorization(redirect: codeRedirect, pending: pending)) != nil {
                 require(false, "a code exchange succeeded without a verifiable ID token")
             }
         }
@@ -162,9 +187,9 @@ enum Fixtures {
         guard let url = URL(string: text) else { return }
         _ = try? AuthorizationResponse(url: url)
         let provider = provider(FuzzResponse([0]))
+        let pending = pending
         blocking {
-            guard let pending = try? await provider.authorizationRequest() else { return }
-            // A redirect made of fuzz bytes never carries this request's fresh state.
+            // A redirect made of fuzz bytes never carries the request's state.
             if (try? await provider.completeAuthorization(redirect: url, pending: pending)) != nil {
                 require(false, "a fuzzed redirect completed a sign-in: \(text)")
             }
@@ -235,28 +260,47 @@ enum Fixtures {
         return profile
     }()
 
+    /// The stored-files target's paths, spelled once (building them per input was a tenth of its time).
+    static let tokenFile = stores.appendingPathComponent("fuzz.json").path
+    static let indexFile = stores.appendingPathComponent("accounts.json")
+    static let settingsFile = profile.settingsURL.path
+    static let cleared = [stores.path, profile.settingsURL.deletingLastPathComponent().path]
+
+    /// Writes `bytes` to a new file at `path` (0600), as a store or the user would have left it.
+    static func write(_ bytes: [UInt8], to path: String) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return bytes.withUnsafeBytes { buffer in
+            guard let start = buffer.baseAddress else { return true }
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, start + offset, buffer.count - offset)
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
     static func storedFiles(_ bytes: [UInt8]) {
         let data = Data(bytes)
         _ = try? StoredFormat.decodeTokens(data, from: "fuzz")
         let fileManager = FileManager.default
-        let tokenFile = stores.appendingPathComponent("fuzz.json")
-        let index = stores.appendingPathComponent("accounts.json")
-        let settings = profile.settingsURL
         defer {
             // Everything written or moved aside, so that each input starts from the same folders.
-            for folder in [stores, settings.deletingLastPathComponent()] {
-                for name in (try? fileManager.contentsOfDirectory(atPath: folder.path)) ?? [] where name != ".lock" {
-                    unlink(folder.appendingPathComponent(name).path)
+            for folder in cleared {
+                for name in (try? fileManager.contentsOfDirectory(atPath: folder)) ?? [] where name != ".lock" {
+                    unlink(folder + "/" + name)
                 }
             }
         }
         blocking {
             // The token store's file: parsed, or refused, and never lost: what was read is still there (an older
             // format may have been rewritten in the current one), or an unreadable file's bytes were moved aside.
-            guard fileManager.createFile(atPath: tokenFile.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else { return }
+            guard write(bytes, to: tokenFile) else { return }
             if let loaded = try? await tokenStore.load(profile: "fuzz") {
-                let now = fileManager.contents(atPath: tokenFile.path)
+                let now = fileManager.contents(atPath: tokenFile)
                 require(
                     now.flatMap { try? StoredFormat.decodeTokens($0, from: "fuzz").tokens } == loaded,
                     "the credentials read are no longer in the file")
@@ -267,15 +311,15 @@ enum Fixtures {
                 require(kept.contains(data), "reading a stored file lost its bytes")
             }
             // The account index and a DPoP key file.
-            _ = fileManager.createFile(atPath: index.path, contents: data, attributes: [.posixPermissions: 0o600])
-            _ = try? await FileAccountIndexStore(url: index).load()
+            _ = write(bytes, to: indexFile.path)
+            _ = try? await FileAccountIndexStore(url: indexFile).load()
             if let keyFile = try? keyStore.keyFile(profile: "fuzz") {
-                _ = fileManager.createFile(atPath: keyFile.path, contents: data, attributes: [.posixPermissions: 0o600])
+                _ = write(bytes, to: keyFile.path)
                 _ = try? await keyStore.key(profile: "fuzz")
             }
         }
         // The CLI's profile settings.
-        _ = fileManager.createFile(atPath: settings.path, contents: data, attributes: [.posixPermissions: 0o600])
+        _ = write(bytes, to: settingsFile)
         _ = try? profile.settings()
     }
 
