@@ -51,15 +51,23 @@ enum Fixtures {
         return url
     }()
 
-    static func provider(_ answer: FuzzResponse, pushed: Bool = false) -> OIDCAuthProvider {
+    /// The client's DPoP key, for inputs that turn DPoP on.
+    static let dpopKey = made { try JWK.generate(for: .es256, keyID: "fuzz-dpop") }
+
+    static func provider(_ answer: FuzzResponse, pushed: Bool = false, dpop: Bool = false) -> OIDCAuthProvider {
+        provider(FuzzTransport(answer: answer), pushed: pushed, dpop: dpop)
+    }
+
+    static func provider(_ transport: FuzzTransport, pushed: Bool = false, dpop: Bool = false) -> OIDCAuthProvider {
         var configuration = OIDCAuthProvider.Configuration(
             clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback")
         // The fixtures' provider advertises PAR: without `.whenRequired`, every authorization request would be pushed
         // and take the fuzz response as PAR's answer (so the redirect target never reached a code exchange).
         configuration.pushedRequests = pushed ? .always : .whenRequired
+        if dpop { configuration.dpopKey = dpopKey }
         return OIDCAuthProvider(
-            metadata: metadata, configuration: configuration, transport: FuzzTransport(answer: answer),
-            timeSource: FixedTime(), sleep: { _ in })
+            metadata: metadata, configuration: configuration, transport: transport, timeSource: FixedTime(),
+            sleep: { _ in })
     }
 
     // MARK: Targets
@@ -90,15 +98,17 @@ enum Fixtures {
         }
     }
 
-    /// An authorization request of the fixtures' client, made once.
+    /// An authorization request of the fixtures' client, made once, and one with DPoP on.
     ///
-    /// Made outside any task (it blocks on one), with ``codeRedirect``, its redirect with a code. Each input's
-    /// provider is new, so the state is unused there; a request per input gave no parser coverage and cost a sixth
-    /// of the token-response and redirect targets' time.
-    static let pending: PendingAuthorization = {
+    /// Made outside any task (it blocks on one). Each input's provider is new, so the state is unused there; a
+    /// request per input gave no parser coverage and cost a sixth of the token-response and redirect targets' time.
+    static let pending = authorizationRequest(dpop: false)
+    static let dpopPending = authorizationRequest(dpop: true)
+
+    static func authorizationRequest(dpop: Bool) -> PendingAuthorization {
         nonisolated(unsafe) var made: Result<PendingAuthorization, any Error>?
         blocking {
-            do { made = .success(try await provider(FuzzResponse([0])).authorizationRequest()) } catch {
+            do { made = .success(try await provider(FuzzResponse([0]), dpop: dpop).authorizationRequest()) } catch {
                 made = .failure(error)
             }
         }
@@ -111,23 +121,80 @@ enum Fixtures {
             FileHandle.standardError.write(Data("fuzz harness: the authorization request did not finish\n".utf8))
             exit(2)
         }
-    }()
-    static let codeRedirect = url("http://127.0.0.1:8765/callback?code=c&state=\(pending.state)&iss=\(issuer)")
+    }
+
+    /// The redirect of `pending` with a code.
+    static func codeRedirect(_ pending: PendingAuthorization) -> URL {
+        url("http://127.0.0.1:8765/callback?code=c&state=\(pending.state)&iss=\(issuer)")
+    }
+
+    /// The response with its `id_token` signed by the fixtures' key when the fuzzer wrote it as a JSON object.
+    ///
+    /// A `nonce` claim of `NONCE` becomes `nonce`, the request's, which the fuzzer cannot guess. The fuzzer cannot
+    /// sign: without this nothing checked after an ID token's signature would be fuzzed.
+    static func signingIDToken(_ answer: FuzzResponse, nonce: String?) -> FuzzResponse {
+        guard let body = try? JOSEValue.parse(answer.body), case .object(var object) = body,
+            case .object(var claims)? = object["id_token"]
+        else { return answer }
+        if claims["nonce"] == .string("NONCE"), let nonce { claims["nonce"] = .string(nonce) }
+        guard let token = try? JWT.sign(JWTClaims(claims), key: signingKey, algorithm: .es256) else { return answer }
+        object["id_token"] = .string(token)
+        return FuzzResponse(
+            status: answer.status, headers: answer.headers, body: Data(JOSEValue.object(object).jsonBytes))
+    }
+
+    /// What any accepted token response must give: a token of the type asked for (RFC 9449 §5: with a DPoP key, DPoP
+    /// only, bound to that key), and an ID token from the provider for this client.
+    static func checkAccepted(_ tokens: TokenSet, dpop: Bool) {
+        require(!tokens.accessToken.isEmpty, "an empty access token was accepted")
+        require(
+            tokens.tokenType.lowercased() == (dpop ? "dpop" : "bearer"),
+            "token type \(tokens.tokenType) accepted with DPoP \(dpop ? "on" : "off")")
+        require(
+            dpop ? tokens.dpopKeyThumbprint == dpopKey.thumbprint : tokens.dpopKeyThumbprint == nil,
+            "the tokens' key binding does not match the client's key")
+        guard let token = tokens.idToken else { return }
+        let claims = try? JWT.unverifiedClaims(of: token)
+        require(claims?.issuer.map { ByteExact.equals($0, issuer) } == true, "an ID token of another issuer")
+        require(
+            claims?.audience?.contains { ByteExact.equals($0, "fuzz-client") } == true,
+            "an ID token for another client")
+        require(claims?.subject?.isEmpty == false, "an ID token without a subject")
+        require(
+            claims?.expiresAt.map { $0.timeIntervalSince(now) > -61 } == true,
+            "an ID token expired beyond the 60 s leeway")
+    }
 
     static func tokenResponse(_ bytes: [UInt8]) {
-        let answer = FuzzResponse(bytes)
-        let provider = provider(answer)
-        let (pending, codeRedirect) = (pending, codeRedirect)
+        // The first byte's top bit turns DPoP on (its value modulo 10 picks the status, as in every response target).
+        let dpop = (bytes.first ?? 0) & 0x80 != 0
+        let pending = dpop ? dpopPending : pending
+        let provider = provider(signingIDToken(FuzzResponse(bytes), nonce: pending.nonce), dpop: dpop)
         blocking {
-            let previous = TokenSet(accessToken: "a", refreshToken: "r", idToken: idToken, expiresAt: now)
-            if let tokens = try? await provider.refresh(previous) {
-                require(!tokens.accessToken.isEmpty, "an empty access token was accepted")
-                // OIDC Core §12.2: a refreshed ID token keeps iss and sub; only the fixtures' key signs.
-                require(tokens.idToken == idToken, "a new ID token was accepted from fuzz bytes")
+            var previous = TokenSet(
+                accessToken: "a", tokenType: dpop ? "DPoP" : "Bearer", refreshToken: "r", idToken: idToken,
+                expiresAt: now)
+            if dpop { previous.dpopKeyThumbprint = dpopKey.thumbprint }
+            let refreshed = await attempt { try await provider.refresh(previous) }
+            trace("refresh: \(refreshed)")
+            if case .success(let tokens) = refreshed {
+                checkAccepted(tokens, dpop: dpop)
+                // OIDC Core §12.2: a refreshed ID token names the same subject.
+                let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
+                require(claims?.subject == "user-1", "a refresh changed the ID token's subject")
             }
-            // The code exchange, with the request's own state.
-            if (try? await provider.completeAuthorization(redirect: codeRedirect, pending: pending)) != nil {
-                require(false, "a code exchange succeeded without a verifiable ID token")
+            // The code exchange, with the request's own state: its ID token carries the request's nonce.
+            let exchanged = await attempt {
+                try await provider.completeAuthorization(redirect: codeRedirect(pending), pending: pending)
+            }
+            trace("code exchange: \(exchanged)")
+            if case .success(let tokens) = exchanged {
+                checkAccepted(tokens, dpop: dpop)
+                let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
+                require(claims != nil, "a sign-in without an ID token")
+                require(
+                    claims?.nonce.map { ByteExact.equals($0, pending.nonce ?? "") } == true,
+                    "an ID token without this request's nonce")
             }
         }
     }
@@ -136,13 +203,11 @@ enum Fixtures {
         let provider = provider(FuzzResponse(bytes))
         blocking {
             guard let authorization = try? await provider.deviceAuthorization() else { return }
-            let scheme = authorization.verificationURI.scheme?.lowercased()
-            require(
-                scheme == "https" || authorization.verificationURI.host == "127.0.0.1"
-                    || authorization.verificationURI.host == "localhost"
-                    || authorization.verificationURI.host == "[::1]"
-                    || authorization.verificationURI.host == "::1",
-                "a verification URI to show the user: \(authorization.verificationURI)")
+            // RFC 8628 §3.2 with BCP 212: a URI the user opens is https, or http on this machine (127.0.0.0/8 as a
+            // dotted quad, localhost, ::1).
+            for shown in [authorization.verificationURI, authorization.verificationURIComplete].compactMap({ $0 }) {
+                require(isWebOrLoopback(shown), "a verification URI to show the user: \(shown)")
+            }
             require(authorization.interval >= 1, "a polling interval under a second")
         }
     }
@@ -184,15 +249,37 @@ enum Fixtures {
             // No `..` survives that a server would resolve out of /v1 (one hid behind a combining mark).
             require(built.standardized.path.hasPrefix("/v1"), "an endpoint path climbed out of /v1: \(built)")
         }
-        guard let url = URL(string: text) else { return }
-        _ = try? AuthorizationResponse(url: url)
-        let provider = provider(FuzzResponse([0]))
+        // As a redirect: `STATE` stands for the request's state (the fuzzer cannot guess it), so that what is
+        // checked after the state is fuzzed too.
         let pending = pending
+        let redirect = text.replacingOccurrences(of: "STATE", with: pending.state)
+        guard let url = URL(string: redirect) else { return }
+        let parameters = (try? AuthorizationResponse(url: url))?.parameters
+        let transport = FuzzTransport(answer: FuzzResponse([0]))
+        let provider = provider(transport)
         blocking {
-            // A redirect made of fuzz bytes never carries the request's state.
-            if (try? await provider.completeAuthorization(redirect: url, pending: pending)) != nil {
-                require(false, "a fuzzed redirect completed a sign-in: \(text)")
-            }
+            // The token endpoint answers 200 with no body: nothing completes.
+            let completed = await attempt { try await provider.completeAuthorization(redirect: url, pending: pending) }
+            let exchanges = transport.tokenRequests.value.load(ordering: .relaxed)
+            trace("completeAuthorization: \(completed); token requests: \(exchanges)")
+            if case .success = completed { require(false, "a fuzzed redirect completed a sign-in: \(text)") }
+            guard exchanges > 0 else { return }
+            // Only a response on the request's redirect URI, with its state, a code, no error and no other issuer
+            // reaches the token endpoint (BCP-06/07, NAT-13).
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            require(
+                components?.scheme?.lowercased() == "http" && components?.host == "127.0.0.1"
+                    && components?.port == 8765 && components?.percentEncodedPath == "/callback",
+                "a code from another redirect URI was exchanged: \(text)")
+            require(redirect.utf8.count > text.utf8.count, "a code exchanged without the request's state: \(text)")
+            require(
+                parameters?["state"].map { ByteExact.equals($0, pending.state) } == true,
+                "a code exchanged with another state: \(text)")
+            require(parameters?["code"] != nil, "a code exchange without a code: \(text)")
+            require(parameters?["error"] == nil, "an error response's code was exchanged: \(text)")
+            require(
+                parameters?["iss"].map { ByteExact.equals($0, issuer) } ?? true,
+                "a code from another issuer was exchanged: \(text)")
         }
     }
 
@@ -233,7 +320,11 @@ enum Fixtures {
         require(
             again.map { $0.name } == pairs.map { $0.name } && again.map { $0.value } == pairs.map { $0.value },
             "form round trip changed \(pairs.count) pairs")
-        _ = OAuthParameters.parse(text)
+        // The claims parameter as the dev server reads it: the decoded value of `claims` (the raw text too, for a
+        // form that is not one).
+        if case .success(let parameters) = OAuthParameters.parse(text), let claims = parameters.values["claims"] {
+            _ = ClaimsRequest.parse(claims)
+        }
         _ = ClaimsRequest.parse(text)
     }
 
@@ -337,6 +428,20 @@ enum Fixtures {
         _ = try? arguments.atMostOnePositional("a value")
         _ = try? Profile(arguments)
     }
+}
+
+/// https, or http with a loopback host: 127.0.0.0/8 as a dotted quad, localhost or ::1, in any letter case.
+func isWebOrLoopback(_ url: URL) -> Bool {
+    let scheme = url.scheme?.lowercased()
+    if scheme == "https" { return true }
+    guard scheme == "http", let host = url.host?.lowercased() else { return false }
+    if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+    return parts.count == 4 && parts[0] == "127"
+        && parts.allSatisfy { part in
+            (1...3).contains(part.utf8.count) && part.utf8.allSatisfy { (0x30...0x39).contains($0) }
+                && (Int(part) ?? 256) <= 255
+        }
 }
 
 /// A fixture that must be made: the harness cannot run without it.

@@ -1,16 +1,23 @@
 // libFuzzer targets for every parser that reads bytes from the network, a file or the command line. Built by
 // Scripts/fuzz.sh: the package's modules with SwiftPM (coverage and AddressSanitizer instrumentation, testing
 // enabled), this harness with swiftc against them. `SESAME_FUZZ_TARGET` picks the target; `Scripts/fuzz.sh --list`
-// names them. Every input must be answered (parsed, or refused with a typed error): a crash, a hang, a leak or a
-// sanitizer report is a bug, and so is a broken invariant checked below.
+// names them. Every input must be answered (parsed, or refused with a typed error): a crash, a hang (5 s), memory
+// past 1 GiB (leak detection itself is off: see fuzz.sh) or a sanitizer report is a bug, and so is a broken invariant
+// checked below.
 //
-// A new target: a case below, its line in the switch of fuzzOne, a function in Fixtures (synchronous: an async API
-// goes through `blocking`, which must not be called from async code), its name in Scripts/fuzz.sh's `targets`, and a
-// `seed` line there. A crash found becomes a regression test in the suite of the code it broke (the input's bytes as
-// a literal, run through the same call), and its input a `seed` line.
+// A new target: a case below (its raw value exactly the name in Scripts/fuzz.sh's `targets`; nothing else checks
+// that the two lists agree), its line in the switch of fuzzOne, a function in Fixtures (synchronous: an async API
+// goes through `blocking`, which must not be called from async code), its name in `targets` and in fuzz.sh's
+// `describe`, and a `seed` call there. Code in a module the harness does not link yet needs that module's objects in
+// fuzz.sh's `build` and its `@testable import` here. Check that the target reaches what it claims (a `try?` or guard
+// in front of the parser that always fails makes a target that runs fast and tests nothing: the redirect target once
+// never reached the code exchange). A crash found becomes a regression test in the suite of the code it broke (the
+// input's bytes as a literal, run through the same call), and its input one more argument of the target's `seed`
+// call.
 import Dispatch
 import Foundation
 import SesameJOSE
+import Synchronization
 
 @testable import Sesame
 @testable import SesameDevServer
@@ -75,6 +82,20 @@ func require(_ condition: Bool, _ what: @autoclosure () -> String) {
     }
 }
 
+/// Whether `SESAME_FUZZ_TRACE` is set: then targets say what an input reached (with `--replay`, to check that a
+/// target reaches what it claims).
+let tracing = ProcessInfo.processInfo.environment["SESAME_FUZZ_TRACE"] != nil
+
+/// Says what an input reached, when tracing.
+func trace(_ what: @autoclosure () -> String) {
+    if tracing { FileHandle.standardError.write(Data("fuzz trace: \(what())\n".utf8)) }
+}
+
+/// The outcome of `body`, for a target to look at (and trace) whether it succeeded or why not.
+func attempt<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
+    do { return .success(try await body()) } catch { return .failure(error) }
+}
+
 /// Runs `body` to its end and waits for it (the SDK's parsers sit behind async calls).
 ///
 /// The task starts on this thread and stays on it until something truly suspends: most inputs never leave it,
@@ -95,6 +116,10 @@ struct FuzzResponse: Sendable {
     let status: Int
     let headers: SesameHTTP.Headers
     let body: Data
+
+    init(status: Int, headers: SesameHTTP.Headers, body: Data) {
+        (self.status, self.headers, self.body) = (status, headers, body)
+    }
 
     init(_ bytes: [UInt8]) {
         guard let first = bytes.first else {
@@ -121,14 +146,22 @@ struct FuzzResponse: Sendable {
     var response: SesameHTTP.Response { SesameHTTP.Response(status: status, headers: headers, body: body) }
 }
 
-/// Answers the JWKS URI with the fixtures' key set and every other request with the fuzz response.
+/// Answers the JWKS URI with the fixtures' key set and every other request with the fuzz response; counts the
+/// requests to the token endpoint.
 struct FuzzTransport: HTTPTransport {
     let answer: FuzzResponse
+    let tokenRequests = TokenRequestCount()
 
     func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
         if request.url.path == "/jwks" {
             return SesameHTTP.Response(status: 200, headers: ["Content-Type": "application/json"], body: Fixtures.jwks)
         }
+        if request.url.path == "/token" { tokenRequests.value.add(1, ordering: .relaxed) }
         return answer.response
     }
+}
+
+/// How many requests reached the token endpoint.
+final class TokenRequestCount: Sendable {
+    let value = Atomic(0)
 }

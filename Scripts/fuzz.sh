@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
 # Fuzzes every parser that reads bytes from the network, a file or the command line, with libFuzzer (in the
-# toolchain) and AddressSanitizer. A SwiftPM executable cannot link -sanitize=fuzzer (GROUND.md), so SwiftPM builds
-# the package's modules with the instrumentation (testing enabled, release), and swiftc links Fuzz/*.swift against
-# their objects. One binary holds every target; SESAME_FUZZ_TARGET picks one.
+# toolchain) and AddressSanitizer. A SwiftPM executable cannot link -sanitize=fuzzer (the team's ../shared/GROUND.md),
+# so SwiftPM builds the package's modules with the instrumentation (testing enabled, release), and swiftc links
+# Fuzz/*.swift against their objects. One binary holds every target; SESAME_FUZZ_TARGET picks one.
 #
-#   Scripts/fuzz.sh --list               the targets
+#   Scripts/fuzz.sh --list               the targets, each with what it calls
 #   Scripts/fuzz.sh TARGET [SECONDS [RUNS]]
-#                                        runs one (default 60 s; with RUNS, stops at that many executions if that
-#                                        comes first); a failing input goes to .build/fuzz/TARGET/ (crash-*,
-#                                        timeout-* or oom-*, as libFuzzer names it)
+#                                        runs one (default 60 s; 0 s: no time limit; with RUNS, stops at that many
+#                                        executions if that comes first); a failing input goes to .build/fuzz/TARGET/
+#                                        (crash-*, timeout-* or oom-*, as libFuzzer names it)
 #   Scripts/fuzz.sh all [SECONDS]        runs each target in turn for SECONDS (default 60; CI: 20)
-#   Scripts/fuzz.sh --replay TARGET FILE runs one input once, as a run would (to reproduce, then to check a fix)
+#   Scripts/fuzz.sh --replay TARGET FILE runs one input once, as a run would (to reproduce, then to check a fix);
+#                                        FILE relative to where you are; a crash's report and input go to
+#                                        .build/fuzz/TARGET/replay-*
+#                                        (SESAME_FUZZ_TRACE=1 makes targets say what the input reached)
 #   Scripts/fuzz.sh --build              builds only
 #
 # Linux only (libFuzzer ships with the Linux toolchain); needs what Scripts/install-deps.sh installs. The first run
-# builds the package instrumented, in release, into .build/fuzz-spm (a few minutes).
-# Each run prints a summary line: fuzz.sh: TARGET: N executions, cov C, ft F, 0 crashes
-# Seeds are written below, taken from the tests' inputs (printf %b: a backslash in JSON is written \\); the jose
-# target also reads ../shared/testvectors in place when present (new inputs go to .build/fuzz/TARGET/corpus).
-# A new target: a case of FuzzTarget and a function in Fuzz/ (see Fuzz/SesameFuzz.swift), its name in `targets`
-# below, and a `seed` line.
+# builds the package instrumented, in release, into .build/fuzz-spm (a few minutes); later ones relink the harness
+# (seconds). Runs of different targets may go on at once (a new link replaces the binary by rename; a running one
+# keeps its copy); two runs of the same target share its corpus and log, so do not.
+# Each run prints a summary line: fuzz.sh: TARGET: N executions (E/s), cov C, ft F, corpus K inputs, 0 crashes
+# The corpus: .build/fuzz/TARGET/corpus, kept between runs (a run starts from it and the seeds, and adds what found
+# new coverage), gone with .build; CI's clean clone starts from the seeds. A campaign is runs one after another:
+# Scripts/fuzz.sh TARGET 0 10000000 runs to 10 million executions (those include re-reading the corpus at start).
+# Seeds are written below, taken from the tests' inputs; the jose target also reads ../shared/testvectors in place
+# when present. A seed is one argument of its target's `seed` call, in printf %b form (\xNN for a byte that is not
+# printable ASCII, \\ for a backslash): add an input as one more argument of that call (a second `seed` call for
+# the same target would replace the first's). `python3 -c 'import sys; print("".join(chr(b) if 32 <= b < 127 and
+# b not in (39, 92) else "\\x%02x" % b for b in open(sys.argv[1], "rb").read()))' FILE` prints a file in that form,
+# to put in single quotes as the seeds are.
+# A new target: see the comment at the top of Fuzz/SesameFuzz.swift (its raw value is the name in `targets` below).
 set -euo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
     dpop-proof http-request form stored-files cli-arguments)
@@ -29,14 +41,40 @@ usage() {
     exit 2
 }
 known() { printf '%s\n' "${targets[@]}" | grep -qx -- "$1"; }
+describe() {
+    case "$1" in
+    jose) echo "JOSEValue.parse, JWK, JWKSet, JWT.unverified, Base64URL, JWTVerifier.verify (nothing fuzzed verifies)" ;;
+    discovery) echo "OIDCProviderMetadata from a discovery response (the issuer found is the one asked for)" ;;
+    token-response) echo "a refresh and a code exchange answered with it (first byte's top bit: DPoP on; an id_token written as a JSON object is signed; the right type, binding, issuer, audience, subject, nonce)" ;;
+    device-response) echo "a device authorization answered with it (the URIs shown are https or loopback)" ;;
+    par-response) echo "a pushed authorization request answered with it (the URL stays at the provider)" ;;
+    error-response) echo "ServerErrorResponse, the definitive-rejection rule, StepUpChallenge, Retry-After" ;;
+    www-authenticate) echo "AuthenticationChallenge.parse and StepUpChallenge of a WWW-Authenticate value" ;;
+    redirect) echo "SesameHTTP.url(path:under:) (stays under /v1); AuthorizationResponse and completeAuthorization (STATE stands for the request's state; only a valid response reaches the token endpoint)" ;;
+    dpop-proof) echo "the dev server's DPoPProofVerifier (nothing fuzzed verifies)" ;;
+    http-request) echo "the loopback server's HTTPRequestParser (head, length, Expect)" ;;
+    form) echo "HTTPFormEncoding (round trip), OAuthParameters, ClaimsRequest" ;;
+    stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
+    cli-arguments) echo "the CLI's command table, argument parser, profile options and suggestions" ;;
+    esac
+}
 case "${1:-}" in
 --list)
-    printf '%s\n' "${targets[@]}"
+    for name in "${targets[@]}"; do printf '%-17s %s\n' "$name" "$(describe "$name")"; done
     exit 0
     ;;
-"" | -h | --help) usage ;;
+-h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+"") usage ;;
 --build | all) ;;
---replay) { known "${2:-}" && [[ -f "${3:-}" ]]; } || usage ;;
+--replay)
+    known "${2:-}" || usage
+    replay_file="${3:-}"
+    [[ "$replay_file" == /* ]] || replay_file="$caller_dir/$replay_file"
+    [[ -f "$replay_file" ]] || { echo "fuzz.sh: no file '${3:-}'" >&2; exit 2; }
+    ;;
 *) known "$1" || { echo "fuzz.sh: no target '$1' (Scripts/fuzz.sh --list)" >&2; exit 2; } ;;
 esac
 target="$1"
@@ -75,13 +113,16 @@ build() {
         Sources/CSQLite/module.modulemap; do
         maps+=(-Xcc "-fmodule-map-file=$map")
     done
-    rm -f "$binary"
+    # Linked beside the binary, then renamed over it: a run of another target keeps the file it started with.
+    local linked="$binary.link-$$"
+    rm -f "$linked"
     swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -module-name SesameFuzz \
         -package-name "$package" -I "$release/Modules" "${maps[@]}" -I Sources/CSesameCurl/include \
         -I Sources/CSesameSecret/include -I Sources/CSesameEpoll/include \
-        Fuzz/*.swift "${objects[@]}" -lcrypto -lsqlite3 -ldl -o "$binary" 2>&1 |
+        Fuzz/*.swift "${objects[@]}" -lcrypto -lsqlite3 -ldl -o "$linked" 2>&1 |
         grep -v "Cannot export local symbol '__asan" || true
-    [[ -x "$binary" ]] || { echo "fuzz.sh: the harness did not link"; exit 1; }
+    [[ -x "$linked" ]] || { echo "fuzz.sh: the harness did not link"; exit 1; }
+    mv -f "$linked" "$binary"
 }
 
 seed() {
@@ -101,14 +142,18 @@ seeds() {
     local discovery='{"issuer":"https://op.example","authorization_endpoint":"https://op.example/authorize","token_endpoint":"https://op.example/token","jwks_uri":"https://op.example/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"],"code_challenge_methods_supported":["S256"]}'
     seed jose "$token" '{"keys":[{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}]}' \
         '{"a":"\\u00e9\\ud83d\\ude00","b":[1,2.5e3,true,null]}' '{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}'
-    # Responses: a status byte (0 = 200, 2 = 400, 3 = 401), header lines, a NUL, the body.
+    # Responses: a status byte (an index, modulo 10, into FuzzResponse.statuses: 0 = 200, 1 = 201, 2 = 400, 3 = 401,
+    # 7 = 429), header lines, a NUL, the body.
     seed discovery "\\x00Content-Type: application/json\\x00$discovery" "\\x00\\x00{\"issuer\":\"https://op.example\"}"
     seed token-response \
         '\x00Content-Type: application/json\nDate: Sun, 15 Jun 2025 15:06:40 GMT\x00{"access_token":"at","token_type":"Bearer","expires_in":300,"refresh_token":"rt","scope":"openid","id_token":"'"$token"'"}' \
         '\x00Date: Sunday, 15-Jun-25 15:06:40 GMT\x00{"access_token":"at","token_type":"Bearer"}' \
         '\x00Date: Sun Jun  1 15:06:40 2025\x00{"access_token":"at","token_type":"Bearer"}' \
         '\x02\x00{"error":"invalid_grant","error_description":"the refresh token was revoked"}' \
-        '\x03WWW-Authenticate: DPoP error="use_dpop_nonce"\nDPoP-Nonce: n-1\x00{"error":"use_dpop_nonce"}'
+        '\x03WWW-Authenticate: DPoP error="use_dpop_nonce"\nDPoP-Nonce: n-1\x00{"error":"use_dpop_nonce"}' \
+        '\x00\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999000}}' \
+        '\xa0\x00{"access_token":"at","token_type":"DPoP","expires_in":60,"refresh_token":"rt2","id_token":{"iss":"https://op.example","sub":"user-1","aud":["fuzz-client"],"azp":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE"}}' \
+        '\x84DPoP-Nonce: n-1\x00{"error":"use_dpop_nonce","error_description":"nonce required"}'
     seed device-response \
         '\x00\x00{"device_code":"dc","user_code":"WDJB-MJHT","verification_uri":"https://op.example/device","verification_uri_complete":"https://op.example/device?user_code=WDJB-MJHT","expires_in":600,"interval":5}' \
         '\x02\x00{"error":"invalid_client"}'
@@ -123,7 +168,8 @@ seeds() {
     seed redirect 'http://127.0.0.1:8765/callback?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz&iss=https%3A%2F%2Fop.example' \
         'http://127.0.0.1:8765/callback?error=access_denied&error_description=no&state=xyz' \
         'com.example.app:/callback?code=a&code=b#frag' '/search?q=a b&x=50%&e=\xc3\xa9#f' '../v1/./me;x=1?y' \
-        '/../\xcc\x81admin?\xcc\x81a=1'
+        '/../\xcc\x81admin?\xcc\x81a=1' 'http://127.0.0.1:8765/callback?code=x&state=STATE&iss=https%3A%2F%2Fop.example' \
+        'http://127.0.0.1:8765/callback?error=access_denied&state=STATE' 'HTTP://127.0.0.1:08765/callback?state=STATE&code=y'
     seed dpop-proof 'eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7Imt0eSI6IkVDIiwieCI6Imw4dEZyaHgtMzR0VjNoUklDUkRZOXpDa0RscEJoRjQyVVFVZldWQVdCRnMiLCJ5IjoiOVZFNGpmX09rX282NHpiVFRsY3VOSmFqSG10NnY5VERWclUwQ2R2R1JEQSIsImNydiI6IlAtMjU2In19.eyJqdGkiOiItQndDM0VTYzZhY2MybFRjIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vc2VydmVyLmV4YW1wbGUuY29tL3Rva2VuIiwiaWF0IjoxNTYyMjYyNjE2fQ.2-GxA6T8lP4vfrg8v-FdWP0A0zdrj8igiMLvqRMUvwnQg4PtFLbdLXiOSsX0x7NVY-FNyJK70nfbV37xRZT3Lg'
     seed http-request 'GET /hello?name=a HTTP/1.1\r\nHost: x\r\n\r\n' \
         'POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\ncode=abcd' \
@@ -172,8 +218,10 @@ run() {
     launch "$name" "$scratch_dir" fast -max_total_time="$seconds" -runs="$runs_limit" -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$out/$name/" "$corpus" "$out/seeds/$name" "${extra[@]}" > "$log" 2>&1 || status=$?
     rm -rf "$scratch_dir"
-    local runs cov ft
+    local runs cov ft rate inputs
     runs=$(grep -oE '^stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+    rate=$(grep -oE '^stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+    inputs=$(find "$corpus" -type f | wc -l)
     cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
     ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
     if [[ $status -ne 0 ]]; then
@@ -184,7 +232,7 @@ run() {
         echo "fuzz.sh: reproduce it with: Scripts/fuzz.sh --replay $name ${unit:-FILE}"
         return 1
     fi
-    echo "fuzz.sh: $name: $runs executions, cov $cov, ft $ft, 0 crashes"
+    echo "fuzz.sh: $name: $runs executions ($rate/s), cov $cov, ft $ft, corpus $inputs inputs, 0 crashes (log: $log)"
 }
 
 build
@@ -193,9 +241,11 @@ case "$target" in
 --build) exit 0 ;;
 --replay)
     scratch_dir=$(mktemp -d)
+    mkdir -p "$out/$2"
     status=0
-    launch "$2" "$scratch_dir" full -runs=1 "$3" || status=$?
+    launch "$2" "$scratch_dir" full -runs=1 -artifact_prefix="$out/$2/replay-" "$replay_file" || status=$?
     rm -rf "$scratch_dir"
+    if [[ $status -eq 0 ]]; then echo "fuzz.sh: $2: the input ran without a failure"; else echo "fuzz.sh: $2: the input failed (above)"; fi
     exit $status
     ;;
 all)

@@ -7,8 +7,9 @@
 # authorized client, sessions over the real transport, DPoP, OIDC, the libcurl transport, the JOSE backends through
 # them), SesameDevServerTests (the dev server and its SQLite store), SesameLoopbackTests (the epoll server) and
 # SesameJOSETests (the OpenSSL backend). Left out: SesameCLITests, which drive the `sesame` binary as subprocesses
-# (the same SDK code, each process minutes slower when instrumented), and, through SESAME_SANITIZER, the few tests
-# whose point is a time or CPU bound under load (SlowClientTests, WaitingCostTests).
+# (the same SDK code, each process minutes slower when instrumented), and, through SESAME_SANITIZER, SlowClientTests
+# (its point is a time bound under load). Under a sanitizer SessionRaceTests runs 50 rounds (not 200) and the
+# 1,000-request DPoP test 250 requests.
 # Fails on any sanitizer report, even one in a test that passed, and on any failed test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
