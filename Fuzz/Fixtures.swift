@@ -72,8 +72,40 @@ enum Fixtures {
 
     // MARK: Targets
 
+    /// A verifier with every claim check on, for claims the harness signs.
+    static let strictVerifier: JWTVerifier = {
+        var policy = ClaimValidationPolicy()
+        (policy.issuer, policy.audience, policy.nonce, policy.maxAge) = (issuer, "fuzz-client", "n", 3600)
+        return JWTVerifier(keys: keySet, policy: policy)
+    }()
+
     static func jose(_ bytes: [UInt8]) {
-        _ = try? JOSEValue.parse(bytes)
+        // A JSON object is also taken as claims, signed by the fixtures' key (the fuzzer cannot sign): what is
+        // checked after a signature verifies is fuzzed too, and what passes must meet the policy.
+        let parsed = try? JOSEValue.parse(bytes)
+        if case .object(let object)? = parsed,
+            let token = try? JWT.sign(JWTClaims(object), key: signingKey, algorithm: .es256),
+            case let outcome = Result(catching: { try strictVerifier.verifiedClaims(of: token, now: now) }),
+            case .success(let claims) = trace(outcome, "signed claims")
+        {
+            require(claims.issuer.map { ByteExact.equals($0, issuer) } == true, "a token of another issuer verified")
+            require(
+                claims.audience?.contains { ByteExact.equals($0, "fuzz-client") } == true,
+                "a token for another audience verified")
+            require(claims.nonce.map { ByteExact.equals($0, "n") } == true, "a token with another nonce verified")
+            require(
+                claims.expiresAt.map { $0.timeIntervalSince(now) > -61 } == true, "an expired token verified")
+            require(
+                claims.notBefore.map { $0.timeIntervalSince(now) < 61 } ?? true, "a token not yet valid verified")
+            require(claims["events"] == nil, "a security event token verified as a JWT")
+            // The policy's maxAge bounds iat (auth_time is the ID-token validator's, above this layer).
+            require(
+                claims.issuedAt.map { $0.timeIntervalSince(now) < 61 && now.timeIntervalSince($0) <= 3661 } ?? true,
+                "a token issued in the future or longer ago than maxAge verified")
+        }
+        if let key = try? JWK(json: bytes, allowSymmetric: false) {
+            require(key.keyType != .octet, "a symmetric key was read where only public keys may be")
+        }
         _ = try? JWK(json: bytes, allowSymmetric: true)
         _ = try? JWKSet(json: bytes, allowSymmetric: true)
         let text = String(decoding: bytes, as: UTF8.self)
@@ -283,9 +315,52 @@ enum Fixtures {
         }
     }
 
+    /// The `jwk` header of the proofs the harness signs: the client key's public half.
+    static let dpopHeader: JOSEObject = made {
+        ["typ": .string("dpop+jwt"), "jwk": try dpopKey.publicKey().jsonValue()]
+    }
+    static let tokenEndpoint = url("https://op.example/token")
+
+    /// A JSON object taken as a proof's claims, signed with the client's key (the fuzzer cannot sign; `ATH` stands for
+    /// the hash of the access token `at`), and verified for a token request and for a resource request.
+    static func signedProof(_ bytes: [UInt8]) {
+        guard case .object(var claims)? = try? JOSEValue.parse(bytes) else { return }
+        if claims["ath"] == .string("ATH") { claims["ath"] = .string(DPoPProof.accessTokenHash("at")) }
+        guard
+            let proof = try? JWS.sign(
+                payload: JOSEValue.object(claims).jsonBytes, key: dpopKey, algorithm: .es256, header: dpopHeader)
+        else { return }
+        for resource in [false, true] {
+            let method = resource ? "GET" : "POST"
+            let outcome = Result {
+                try DPoPProofVerifier().verify(
+                    proof, method: method, url: tokenEndpoint, accessToken: resource ? "at" : nil,
+                    nonce: resource ? "n" : nil, now: now)
+            }
+            trace("signed \(method) proof: \(outcome.map(\.jti))")
+            guard case .success(let verified) = outcome else { continue }
+            // What passed must say what RFC 9449 §4.3 requires of it.
+            require(verified.thumbprint == dpopKey.thumbprint, "a proof verified with another key")
+            require(claims["htm"]?.stringValue == method, "a proof for another method verified")
+            require(
+                claims["htu"]?.stringValue.flatMap(URL.init(string:)).map {
+                    DPoPProof.targetURI($0) == DPoPProof.targetURI(tokenEndpoint)
+                } == true, "a proof for another URI verified")
+            let age = claims["iat"]?.doubleValue.map { now.timeIntervalSince1970 - $0 }
+            require(age.map { $0 >= -5 && $0 <= 60 } == true, "a proof issued outside its window verified")
+            require(verified.jti.isEmpty == false, "a proof without a jti verified")
+            if resource {
+                require(
+                    claims["ath"]?.stringValue == DPoPProof.accessTokenHash("at"), "a proof for another token verified")
+                require(claims["nonce"]?.stringValue == "n", "a proof without the server's nonce verified")
+            }
+        }
+    }
+
     static func dpopProof(_ bytes: [UInt8]) {
+        signedProof(bytes)
         let text = String(decoding: bytes, as: UTF8.self)
-        let endpoint = url("https://op.example/token")
+        let endpoint = tokenEndpoint
         // A proof verifies only with a signature by the key it carries, which no mutation makes: whatever verifies
         // was accepted unsigned, with `none`, or with a MAC.
         if let verified = try? DPoPProofVerifier().verify(text, method: "POST", url: endpoint, now: now) {

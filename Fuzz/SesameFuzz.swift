@@ -91,6 +91,12 @@ func trace(_ what: @autoclosure () -> String) {
     if tracing { FileHandle.standardError.write(Data("fuzz trace: \(what())\n".utf8)) }
 }
 
+/// `outcome`, said when tracing.
+func trace<T>(_ outcome: Result<T, any Error>, _ what: String) -> Result<T, any Error> {
+    trace("\(what): \(outcome)")
+    return outcome
+}
+
 /// The outcome of `body`, for a target to look at (and trace) whether it succeeded or why not.
 func attempt<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
     do { return .success(try await body()) } catch { return .failure(error) }

@@ -43,7 +43,7 @@ usage() {
 known() { printf '%s\n' "${targets[@]}" | grep -qx -- "$1"; }
 describe() {
     case "$1" in
-    jose) echo "JOSEValue.parse, JWK, JWKSet, JWT.unverified, Base64URL, JWTVerifier.verify (nothing fuzzed verifies)" ;;
+    jose) echo "JOSEValue.parse, JWK, JWKSet, JWT.unverified, Base64URL, JWTVerifier.verify (nothing fuzzed verifies; a JSON object is also signed as claims, and what verifies meets the policy)" ;;
     discovery) echo "OIDCProviderMetadata from a discovery response (the issuer found is the one asked for)" ;;
     token-response) echo "a refresh and a code exchange answered with it (first byte's top bit: DPoP on; an id_token written as a JSON object is signed; the right type, binding, issuer, audience, subject, nonce)" ;;
     device-response) echo "a device authorization answered with it (the URIs shown are https or loopback)" ;;
@@ -51,7 +51,7 @@ describe() {
     error-response) echo "ServerErrorResponse, the definitive-rejection rule, StepUpChallenge, Retry-After" ;;
     www-authenticate) echo "AuthenticationChallenge.parse and StepUpChallenge of a WWW-Authenticate value" ;;
     redirect) echo "SesameHTTP.url(path:under:) (stays under /v1); AuthorizationResponse and completeAuthorization (STATE stands for the request's state; only a valid response reaches the token endpoint)" ;;
-    dpop-proof) echo "the dev server's DPoPProofVerifier (nothing fuzzed verifies)" ;;
+    dpop-proof) echo "DPoPProofVerifier (nothing fuzzed verifies; a JSON object is also signed as a proof's claims, ATH for the hash of 'at', and what verifies says what RFC 9449 requires)" ;;
     http-request) echo "the loopback server's HTTPRequestParser (head, length, Expect)" ;;
     form) echo "HTTPFormEncoding (round trip), OAuthParameters, ClaimsRequest" ;;
     stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
@@ -141,7 +141,8 @@ seeds() {
     local token='eyJhbGciOiJFUzI1NiIsImtpZCI6ImZ1enoifQ.eyJzdWIiOiJhIiwiZXhwIjoxfQ.AAAA'
     local discovery='{"issuer":"https://op.example","authorization_endpoint":"https://op.example/authorize","token_endpoint":"https://op.example/token","jwks_uri":"https://op.example/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"],"code_challenge_methods_supported":["S256"]}'
     seed jose "$token" '{"keys":[{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}]}' \
-        '{"a":"\\u00e9\\ud83d\\ude00","b":[1,2.5e3,true,null]}' '{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}'
+        '{"a":"\\u00e9\\ud83d\\ude00","b":[1,2.5e3,true,null]}' '{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}' \
+        '{"iss":"https://op.example","sub":"a","aud":["fuzz-client","other"],"azp":"fuzz-client","nonce":"n","exp":1750000100,"nbf":1749999990,"iat":1750000000,"auth_time":1749999000}'
     # Responses: a status byte (an index, modulo 10, into FuzzResponse.statuses: 0 = 200, 1 = 201, 2 = 400, 3 = 401,
     # 7 = 429), header lines, a NUL, the body.
     seed discovery "\\x00Content-Type: application/json\\x00$discovery" "\\x00\\x00{\"issuer\":\"https://op.example\"}"
@@ -170,7 +171,9 @@ seeds() {
         'com.example.app:/callback?code=a&code=b#frag' '/search?q=a b&x=50%&e=\xc3\xa9#f' '../v1/./me;x=1?y' \
         '/../\xcc\x81admin?\xcc\x81a=1' 'http://127.0.0.1:8765/callback?code=x&state=STATE&iss=https%3A%2F%2Fop.example' \
         'http://127.0.0.1:8765/callback?error=access_denied&state=STATE' 'HTTP://127.0.0.1:08765/callback?state=STATE&code=y'
-    seed dpop-proof 'eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7Imt0eSI6IkVDIiwieCI6Imw4dEZyaHgtMzR0VjNoUklDUkRZOXpDa0RscEJoRjQyVVFVZldWQVdCRnMiLCJ5IjoiOVZFNGpmX09rX282NHpiVFRsY3VOSmFqSG10NnY5VERWclUwQ2R2R1JEQSIsImNydiI6IlAtMjU2In19.eyJqdGkiOiItQndDM0VTYzZhY2MybFRjIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vc2VydmVyLmV4YW1wbGUuY29tL3Rva2VuIiwiaWF0IjoxNTYyMjYyNjE2fQ.2-GxA6T8lP4vfrg8v-FdWP0A0zdrj8igiMLvqRMUvwnQg4PtFLbdLXiOSsX0x7NVY-FNyJK70nfbV37xRZT3Lg'
+    seed dpop-proof 'eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7Imt0eSI6IkVDIiwieCI6Imw4dEZyaHgtMzR0VjNoUklDUkRZOXpDa0RscEJoRjQyVVFVZldWQVdCRnMiLCJ5IjoiOVZFNGpmX09rX282NHpiVFRsY3VOSmFqSG10NnY5VERWclUwQ2R2R1JEQSIsImNydiI6IlAtMjU2In19.eyJqdGkiOiItQndDM0VTYzZhY2MybFRjIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vc2VydmVyLmV4YW1wbGUuY29tL3Rva2VuIiwiaWF0IjoxNTYyMjYyNjE2fQ.2-GxA6T8lP4vfrg8v-FdWP0A0zdrj8igiMLvqRMUvwnQg4PtFLbdLXiOSsX0x7NVY-FNyJK70nfbV37xRZT3Lg' \
+        '{"jti":"-BwC3ESc6acc2lTc","htm":"POST","htu":"https://op.example/token","iat":1750000000}' \
+        '{"jti":"e1j3V_bKic8-LAEB","htm":"GET","htu":"https://op.example/token?x#y","iat":1749999950,"ath":"ATH","nonce":"n"}'
     seed http-request 'GET /hello?name=a HTTP/1.1\r\nHost: x\r\n\r\n' \
         'POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\ncode=abcd' \
         'POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n4\r\nWiki\r\n0\r\n\r\n'
