@@ -489,6 +489,43 @@ enum Fixtures {
         _ = try? profile.settings()
     }
 
+    static let restBase = url("https://api.example/v1")
+
+    /// Every other answer a provider reads: UserInfo (its `sub` checked against the ID token's), revocation, and
+    /// the REST contract's login, refresh, `/me` and logout.
+    static func providerResponse(_ bytes: [UInt8]) {
+        let answer = FuzzResponse(bytes)
+        let oidc = provider(answer)
+        let rest = RESTAuthProvider(
+            baseURL: restBase, transport: FuzzTransport(answer: answer), timeSource: FixedTime())
+        let tokens = TokenSet(
+            accessToken: "a", refreshToken: "r", idToken: idToken, expiresAt: now.addingTimeInterval(300))
+        blocking {
+            let described = await attempt { try await oidc.userInfo(for: tokens) }
+            trace("userInfo: \(described.map(\.names))")
+            if case .success(let claims) = described {
+                // OIDC Core §5.3.2: UserInfo describes the ID token's subject, byte for byte.
+                require(claims["sub"]?.stringValue == "user-1", "UserInfo of another subject was accepted")
+            }
+            let revoked = await attempt { try await oidc.signOut(tokens) }
+            trace("revocation: \(revoked)")
+            for signedIn in [
+                await attempt { try await rest.login(email: "a@example.com", password: "p") },
+                await attempt { try await rest.refresh(tokens) },
+            ] {
+                trace("REST tokens: \(signedIn)")
+                guard case .success(let received) = signedIn else { continue }
+                require(RESTAuthProvider.isTokenText(received.accessToken), "an unusable access token was accepted")
+                require(
+                    received.refreshToken.map(RESTAuthProvider.isTokenText) ?? true, "an unusable refresh token")
+            }
+            let user = await attempt { try await rest.me(tokens) }
+            trace("me: \(user.map(\.id))")
+            let loggedOut = await attempt { try await rest.signOut(tokens) }
+            trace("logout: \(loggedOut)")
+        }
+    }
+
     static func cliArguments(_ bytes: [UInt8]) {
         let words = bytes.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)

@@ -38,6 +38,7 @@ enum FuzzTarget: String, CaseIterable {
     case form
     case storedFiles = "stored-files"
     case cliArguments = "cli-arguments"
+    case providerResponse = "provider-response"
 }
 
 private let target: FuzzTarget = {
@@ -70,6 +71,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case .form: Fixtures.form(bytes)
     case .storedFiles: Fixtures.storedFiles(bytes)
     case .cliArguments: Fixtures.cliArguments(bytes)
+    case .providerResponse: Fixtures.providerResponse(bytes)
     }
     return 0
 }
