@@ -373,17 +373,42 @@ enum Fixtures {
         }
     }
 
+    /// The offset of the first CRLF CRLF in `bytes`, found the plain way.
+    static func firstHeadEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        return (0...(bytes.count - 4)).first { bytes[$0...($0 + 3)].elementsEqual([0x0D, 0x0A, 0x0D, 0x0A]) }
+    }
+
     static func httpRequest(_ bytes: [UInt8]) {
-        let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8192, maxBodyBytes: 65536)
         let buffer = ArraySlice(bytes)
-        if case .request(_, _, let consumed) = HTTPRequestParser.parse(buffer, limits: limits) {
-            require(consumed > 0 && consumed <= bytes.count, "consumed \(consumed) of \(bytes.count) bytes")
+        let headEnd = firstHeadEnd(bytes)
+        // The server's limits, and limits the input reaches (431 and 413 are answered only past them).
+        let limits = [
+            HTTPRequestParser.Limits(maxHeaderBytes: 8192, maxBodyBytes: 65536),
+            HTTPRequestParser.Limits(maxHeaderBytes: max(1, bytes.count / 2), maxBodyBytes: bytes.count / 4),
+        ]
+        for limit in limits {
+            if case .request(_, _, let consumed) = HTTPRequestParser.parse(buffer, limits: limit) {
+                require(consumed > 0 && consumed <= bytes.count, "consumed \(consumed) of \(bytes.count) bytes")
+                require(
+                    headEnd.map { $0 <= limit.maxHeaderBytes && consumed - $0 - 4 <= limit.maxBodyBytes } == true,
+                    "a request past its limits was accepted")
+                // The event loop waits for requestLength bytes before parsing: more than the parse uses would
+                // stall a request that has fully arrived.
+                let length = HTTPRequestParser.requestLength(buffer, limits: limit)
+                require(
+                    length == nil || length == consumed, "requestLength \(length ?? -1) but the parse used \(consumed)")
+            }
+            _ = HTTPRequestParser.expectsContinue(buffer, limits: limit)
         }
-        _ = HTTPRequestParser.hasHeadEnd(buffer, from: 0)
-        if let length = HTTPRequestParser.requestLength(buffer, limits: limits) {
-            require(length > 0, "a request of \(length) bytes")
+        // A head's end is found whether the scan starts at 0 or where an earlier look (which found none) stopped.
+        require(HTTPRequestParser.hasHeadEnd(buffer, from: 0) == (headEnd != nil), "hasHeadEnd disagrees with a scan")
+        let split = bytes.count / 3
+        if !HTTPRequestParser.hasHeadEnd(buffer[..<split], from: 0) {
+            require(
+                HTTPRequestParser.hasHeadEnd(buffer, from: split) == (headEnd != nil),
+                "an incremental scan from \(split) missed a head's end")
         }
-        _ = HTTPRequestParser.expectsContinue(buffer, limits: limits)
     }
 
     static func form(_ bytes: [UInt8]) {
