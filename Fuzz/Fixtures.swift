@@ -551,6 +551,42 @@ enum Fixtures {
         }
     }
 
+    static let resourceOrigin = SesameHTTP.Origin(restBase)
+
+    /// A resource server's answers to `AuthorizedClient`.
+    ///
+    /// Redirects (a `Location` anywhere), 401 and 403 challenges, errors: credentials go only to the base's origin,
+    /// and a 401 costs at most one refresh. The first byte's top bit picks the policy that refuses other origins.
+    static func resourceResponse(_ bytes: [UInt8]) {
+        let transport = ResourceTransport(answer: FuzzResponse(bytes))
+        let policy: AuthorizedClient.RedirectPolicy = (bytes.first ?? 0) & 0x80 != 0 ? .refuseCrossOrigin : .follow
+        blocking {
+            let store = InMemoryTokenStore()
+            try? await store.save(
+                TokenSet(accessToken: "at", refreshToken: "rt", expiresAt: now.addingTimeInterval(3600)),
+                profile: "default")
+            let provider = OIDCAuthProvider(
+                metadata: metadata,
+                configuration: OIDCAuthProvider.Configuration(
+                    clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback"),
+                transport: transport, timeSource: FixedTime(), sleep: { _ in })
+            let session = AuthSession(provider: provider, store: store, timeSource: FixedTime())
+            let client = AuthorizedClient(
+                session: session, baseURL: restBase, redirectPolicy: policy, transport: transport)
+            let response = await attempt { try await client.send(.get("/me")) }
+            trace("resource: \(response.map(\.status)); requests: \(transport.sent.withLock { $0.map(\.url) })")
+            let sent = transport.sent.withLock { $0 }
+            for request in sent where request.url.host != "op.example" {
+                let carries = request.headers["Authorization"] != nil || request.headers["DPoP"] != nil
+                require(
+                    !carries || SesameHTTP.Origin(request.url) == resourceOrigin,
+                    "credentials went to \(request.url)")
+            }
+            require(sent.count { $0.url.host == "op.example" } <= 1, "one request made more than one refresh")
+            require(sent.count <= 24, "one request made \(sent.count) requests")
+        }
+    }
+
     static func cliArguments(_ bytes: [UInt8]) {
         let words = bytes.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)

@@ -39,6 +39,7 @@ enum FuzzTarget: String, CaseIterable {
     case storedFiles = "stored-files"
     case cliArguments = "cli-arguments"
     case providerResponse = "provider-response"
+    case resourceResponse = "resource-response"
 }
 
 private let target: FuzzTarget = {
@@ -72,6 +73,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case .storedFiles: Fixtures.storedFiles(bytes)
     case .cliArguments: Fixtures.cliArguments(bytes)
     case .providerResponse: Fixtures.providerResponse(bytes)
+    case .resourceResponse: Fixtures.resourceResponse(bytes)
     }
     return 0
 }
@@ -166,6 +168,28 @@ struct FuzzTransport: HTTPTransport {
         }
         if request.url.path == "/token" { tokenRequests.value.add(1, ordering: .relaxed) }
         return answer.response
+    }
+}
+
+/// A resource server answering with the fuzz response (its first eight requests, then 200), the provider's token
+/// endpoint with fresh tokens; every request recorded.
+final class ResourceTransport: HTTPTransport {
+    let answer: FuzzResponse
+    let sent = Mutex<[SesameHTTP.Request]>([])
+
+    init(answer: FuzzResponse) { self.answer = answer }
+
+    func send(_ request: SesameHTTP.Request) async throws -> SesameHTTP.Response {
+        let count = sent.withLock { sent in
+            sent.append(request)
+            return sent.count { $0.url.host != "op.example" }
+        }
+        if request.url.host == "op.example" {
+            let body = #"{"access_token":"at2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt2"}"#
+            return SesameHTTP.Response(
+                status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        }
+        return count <= 8 ? answer.response : SesameHTTP.Response(status: 200, headers: [:], body: Data())
     }
 }
 

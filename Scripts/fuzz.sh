@@ -35,7 +35,7 @@ set -euo pipefail
 caller_dir=$PWD
 cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
-    dpop-proof http-request form stored-files cli-arguments provider-response)
+    dpop-proof http-request form stored-files cli-arguments provider-response resource-response)
 usage() {
     echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
@@ -56,6 +56,7 @@ describe() {
     form) echo "HTTPFormEncoding (round trip), OAuthParameters, ClaimsRequest" ;;
     stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
     cli-arguments) echo "the CLI's command table, argument parser, profile options and suggestions" ;;
+    resource-response) echo "AuthorizedClient's redirects, 401/403 challenges and errors (credentials only to the base's origin; one refresh per request)" ;;
     provider-response) echo "UserInfo (its sub is the ID token's), revocation, the REST contract's login, refresh, /me, logout" ;;
     esac
 }
@@ -189,6 +190,12 @@ seeds() {
         '\x00\x00{"sub":"user-2"}' '\x03WWW-Authenticate: Bearer error="invalid_token"\x00' \
         '\x00\x00{"accessToken":"at","refreshToken":"rt","expiresIn":300,"tokenType":"Bearer","user":{"id":"u1","email":"a@example.com"},"id":"u1"}' \
         '\x02\x00{"error":"invalid_grant"}' '\x01\x00'
+    seed resource-response '\x09Location: https://evil.example/steal\x00' '\x09Location: //api.example:8443/v1/me\x00' \
+        '\x09Location: /v1/other\x00' '\x8bLocation: http://api.example/v1/me\x00' \
+        '\x03WWW-Authenticate: Bearer error="invalid_token"\x00' \
+        '\x03WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="mfa"\x00' \
+        '\x04WWW-Authenticate: Bearer error="insufficient_scope", scope="admin"\x00' '\x06Retry-After: 1\x00' \
+        '\x00Content-Type: application/json\x00{"id":"u1"}'
     seed cli-arguments 'login\x00--issuer\x00https://op.example\x00--client-id\x00c\x00--scope\x00openid' \
         'jwt\x00verify\x00--jwks\x00@keys.json\x00--\x00-' 'request\x00GET\x00/me\x00-H\x00Accept: x' 'logni\x00--helpp'
 }
