@@ -127,7 +127,10 @@ build() {
     mv -f "$linked" "$binary"
 }
 
+# Writes one target's seeds, only those of the targets this call runs: a run of another target, starting meanwhile,
+# never finds its seed folder half rewritten.
 seed() {
+    [[ "$target" == all || "$target" == "$1" ]] || return 0
     local dir="$out/seeds/$1"
     shift
     rm -rf "$dir"
