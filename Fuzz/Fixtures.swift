@@ -93,14 +93,14 @@ enum Fixtures {
                 claims.audience?.contains { ByteExact.equals($0, "fuzz-client") } == true,
                 "a token for another audience verified")
             require(claims.nonce.map { ByteExact.equals($0, "n") } == true, "a token with another nonce verified")
-            require(
-                claims.expiresAt.map { $0.timeIntervalSince(now) > -61 } == true, "an expired token verified")
-            require(
-                claims.notBefore.map { $0.timeIntervalSince(now) < 61 } ?? true, "a token not yet valid verified")
+            // The policy's arithmetic, at its boundaries (leeway 60 s, maxAge 3600 s).
+            let time = now.timeIntervalSince1970
+            require(claims["exp"]?.doubleValue.map { !(time >= $0 + 60) } == true, "an expired token verified")
+            require(claims["nbf"]?.doubleValue.map { !(time + 60 < $0) } ?? true, "a token not yet valid verified")
             require(claims["events"] == nil, "a security event token verified as a JWT")
-            // The policy's maxAge bounds iat (auth_time is the ID-token validator's, above this layer).
+            // maxAge bounds iat here (auth_time is the ID-token validator's, above this layer).
             require(
-                claims.issuedAt.map { $0.timeIntervalSince(now) < 61 && now.timeIntervalSince($0) <= 3661 } ?? true,
+                claims["iat"]?.doubleValue.map { !($0 > time + 60) && !(time - $0 > 3600 + 60) } ?? true,
                 "a token issued in the future or longer ago than maxAge verified")
         }
         if let key = try? JWK(json: bytes, allowSymmetric: false) {
@@ -177,7 +177,7 @@ enum Fixtures {
 
     /// What any accepted token response must give: a token of the type asked for (RFC 9449 §5: with a DPoP key, DPoP
     /// only, bound to that key), and an ID token from the provider for this client.
-    static func checkAccepted(_ tokens: TokenSet, dpop: Bool) {
+    static func checkAccepted(_ tokens: TokenSet, dpop: Bool, clock: TimeInterval) {
         require(!tokens.accessToken.isEmpty, "an empty access token was accepted")
         require(
             tokens.tokenType.lowercased() == (dpop ? "dpop" : "bearer"),
@@ -185,16 +185,21 @@ enum Fixtures {
         require(
             dpop ? tokens.dpopKeyThumbprint == dpopKey.thumbprint : tokens.dpopKeyThumbprint == nil,
             "the tokens' key binding does not match the client's key")
-        guard let token = tokens.idToken else { return }
+        // A refresh answered without an ID token keeps the one it had (validated when it came).
+        guard let token = tokens.idToken, token != idToken else { return }
         let claims = try? JWT.unverifiedClaims(of: token)
         require(claims?.issuer.map { ByteExact.equals($0, issuer) } == true, "an ID token of another issuer")
         require(
             claims?.audience?.contains { ByteExact.equals($0, "fuzz-client") } == true,
             "an ID token for another client")
         require(claims?.subject?.isEmpty == false, "an ID token without a subject")
+        // On the provider's clock (learned from its Date header, up to a day off), as the validator computes it.
+        let time = now.addingTimeInterval(clock).timeIntervalSince1970
         require(
-            claims?.expiresAt.map { $0.timeIntervalSince(now) > -61 } == true,
-            "an ID token expired beyond the 60 s leeway")
+            claims?["exp"]?.doubleValue.map { !(time >= $0 + 60) } == true, "an ID token expired beyond the 60 s leeway"
+        )
+        require(
+            claims?["iat"]?.doubleValue.map { !($0 > time + 60) } == true, "an ID token issued in the future")
     }
 
     static func tokenResponse(_ bytes: [UInt8]) {
@@ -210,7 +215,7 @@ enum Fixtures {
             let refreshed = await attempt { try await provider.refresh(previous) }
             trace("refresh: \(refreshed)")
             if case .success(let tokens) = refreshed {
-                checkAccepted(tokens, dpop: dpop)
+                checkAccepted(tokens, dpop: dpop, clock: provider.clock.withLock { $0 })
                 // OIDC Core §12.2: a refreshed ID token names the same subject.
                 let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
                 require(claims?.subject == "user-1", "a refresh changed the ID token's subject")
@@ -221,7 +226,7 @@ enum Fixtures {
             }
             trace("code exchange: \(exchanged)")
             if case .success(let tokens) = exchanged {
-                checkAccepted(tokens, dpop: dpop)
+                checkAccepted(tokens, dpop: dpop, clock: provider.clock.withLock { $0 })
                 let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
                 require(claims != nil, "a sign-in without an ID token")
                 require(
@@ -292,9 +297,12 @@ enum Fixtures {
         blocking {
             // The token endpoint answers 200 with no body: nothing completes.
             let completed = await attempt { try await provider.completeAuthorization(redirect: url, pending: pending) }
+            // The same response again (a replay): a state is good for one response (BCP-06).
+            let replayed = await attempt { try await provider.completeAuthorization(redirect: url, pending: pending) }
             let exchanges = transport.tokenRequests.value.load(ordering: .relaxed)
-            trace("completeAuthorization: \(completed); token requests: \(exchanges)")
+            trace("completeAuthorization: \(completed), replayed: \(replayed); token requests: \(exchanges)")
             if case .success = completed { require(false, "a fuzzed redirect completed a sign-in: \(text)") }
+            require(exchanges <= 1, "a replayed authorization response reached the token endpoint again: \(text)")
             guard exchanges > 0 else { return }
             // Only a response on the request's redirect URI, with its state, a code, no error and no other issuer
             // reaches the token endpoint (BCP-06/07, NAT-13).
@@ -551,40 +559,58 @@ enum Fixtures {
         }
     }
 
-    static let resourceOrigin = SesameHTTP.Origin(restBase)
+    /// Whether `url` is the resource server's origin, https://api.example, worked out apart from the product's own
+    /// `SesameHTTP.Origin`.
+    static func isResourceOrigin(_ url: URL) -> Bool {
+        guard let parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return false }
+        return parts.scheme?.lowercased() == "https" && parts.host?.lowercased() == "api.example"
+            && (parts.port == nil || parts.port == 443)
+    }
 
     /// A resource server's answers to `AuthorizedClient`.
     ///
     /// Redirects (a `Location` anywhere), 401 and 403 challenges, errors: credentials go only to the base's origin,
-    /// and a 401 costs at most one refresh. The first byte's top bit picks the policy that refuses other origins.
+    /// and a 401 costs at most one refresh. The first byte's two top bits pick the redirect policy (follow, never,
+    /// refuse other origins; 3 follows with DPoP on).
     static func resourceResponse(_ bytes: [UInt8]) {
         let transport = ResourceTransport(answer: FuzzResponse(bytes))
-        let policy: AuthorizedClient.RedirectPolicy = (bytes.first ?? 0) & 0x80 != 0 ? .refuseCrossOrigin : .follow
+        let mode = (bytes.first ?? 0) >> 6
+        let policy: AuthorizedClient.RedirectPolicy = [.follow, .never, .refuseCrossOrigin, .follow][Int(mode)]
+        let dpop = mode == 3
         blocking {
             let store = InMemoryTokenStore()
-            try? await store.save(
-                TokenSet(accessToken: "at", refreshToken: "rt", expiresAt: now.addingTimeInterval(3600)),
-                profile: "default")
+            var tokens = TokenSet(
+                accessToken: "at", tokenType: dpop ? "DPoP" : "Bearer", refreshToken: "rt",
+                expiresAt: now.addingTimeInterval(3600))
+            if dpop { tokens.dpopKeyThumbprint = dpopKey.thumbprint }
+            try? await store.save(tokens, profile: "default")
+            var configuration = OIDCAuthProvider.Configuration(
+                clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback")
+            if dpop { configuration.dpopKey = dpopKey }
             let provider = OIDCAuthProvider(
-                metadata: metadata,
-                configuration: OIDCAuthProvider.Configuration(
-                    clientID: "fuzz-client", redirectURI: "http://127.0.0.1:8765/callback"),
-                transport: transport, timeSource: FixedTime(), sleep: { _ in })
+                metadata: metadata, configuration: configuration, transport: transport, timeSource: FixedTime(),
+                sleep: { _ in })
             let session = AuthSession(provider: provider, store: store, timeSource: FixedTime())
             let client = AuthorizedClient(
                 session: session, baseURL: restBase, redirectPolicy: policy, transport: transport)
             let response = await attempt { try await client.send(.get("/me")) }
             trace("resource: \(response.map(\.status)); requests: \(transport.sent.withLock { $0.map(\.url) })")
-            let sent = transport.sent.withLock { $0 }
-            for request in sent where request.url.host != "op.example" {
-                let carries = request.headers["Authorization"] != nil || request.headers["DPoP"] != nil
-                require(
-                    !carries || SesameHTTP.Origin(request.url) == resourceOrigin,
-                    "credentials went to \(request.url)")
-            }
-            require(sent.count { $0.url.host == "op.example" } <= 1, "one request made more than one refresh")
-            require(sent.count <= 24, "one request made \(sent.count) requests")
+            checkResourceRequests(transport.sent.withLock { $0 })
         }
+    }
+
+    /// Credentials only to the resource's origin (a public client's refresh carries none), one refresh at most.
+    static func checkResourceRequests(_ sent: [SesameHTTP.Request]) {
+        func isRefresh(_ request: SesameHTTP.Request) -> Bool {
+            request.method == "POST" && request.url == tokenEndpoint
+                && request.body.map { String(decoding: $0, as: UTF8.self).contains("grant_type=refresh_token") } == true
+        }
+        for request in sent where !isRefresh(request) {
+            let carries = request.headers["Authorization"] != nil || request.headers["DPoP"] != nil
+            require(!carries || isResourceOrigin(request.url), "credentials went to \(request.url)")
+        }
+        require(sent.count(where: isRefresh) <= 1, "one request made more than one refresh")
+        require(sent.count <= 24, "one request made \(sent.count) requests")
     }
 
     static func cliArguments(_ bytes: [UInt8]) {

@@ -171,8 +171,8 @@ struct FuzzTransport: HTTPTransport {
     }
 }
 
-/// A resource server answering with the fuzz response (its first eight requests, then 200), the provider's token
-/// endpoint with fresh tokens; every request recorded.
+/// A resource server answering with the fuzz response (its first twelve requests, past the client's ten redirects,
+/// then 200), the provider's token endpoint with fresh tokens of the type asked for; every request recorded.
 final class ResourceTransport: HTTPTransport {
     let answer: FuzzResponse
     let sent = Mutex<[SesameHTTP.Request]>([])
@@ -185,11 +185,12 @@ final class ResourceTransport: HTTPTransport {
             return sent.count { $0.url.host != "op.example" }
         }
         if request.url.host == "op.example" {
-            let body = #"{"access_token":"at2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt2"}"#
+            let type = request.headers["DPoP"] == nil ? "Bearer" : "DPoP"
+            let body = #"{"access_token":"at2","token_type":"\#(type)","expires_in":3600,"refresh_token":"rt2"}"#
             return SesameHTTP.Response(
                 status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
         }
-        return count <= 8 ? answer.response : SesameHTTP.Response(status: 200, headers: [:], body: Data())
+        return count <= 12 ? answer.response : SesameHTTP.Response(status: 200, headers: [:], body: Data())
     }
 }
 

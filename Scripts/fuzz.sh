@@ -56,7 +56,7 @@ describe() {
     form) echo "HTTPFormEncoding (round trip), OAuthParameters, ClaimsRequest" ;;
     stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
     cli-arguments) echo "the CLI's command table, argument parser, profile options and suggestions" ;;
-    resource-response) echo "AuthorizedClient's redirects, 401/403 challenges and errors (credentials only to the base's origin; one refresh per request)" ;;
+    resource-response) echo "AuthorizedClient's redirects, 401/403 challenges and errors under each redirect policy, Bearer or DPoP (credentials only to the base's origin; one refresh per request)" ;;
     provider-response) echo "UserInfo (its sub is the ID token's), revocation, the REST contract's login, refresh, /me, logout" ;;
     esac
 }
@@ -193,7 +193,8 @@ seeds() {
         '\x00\x00{"sub":"user-2"}' '\x03WWW-Authenticate: Bearer error="invalid_token"\x00' \
         '\x00\x00{"accessToken":"at","refreshToken":"rt","expiresIn":300,"tokenType":"Bearer","user":{"id":"u1","email":"a@example.com"},"id":"u1"}' \
         '\x02\x00{"error":"invalid_grant"}' '\x01\x00'
-    seed resource-response '\x09Location: https://evil.example/steal\x00' '\x09Location: //api.example:8443/v1/me\x00' \
+    seed resource-response '\x45Location: https://evil.example/x\x00' '\xc1WWW-Authenticate: DPoP error="invalid_token"\x00' \
+        '\xc1WWW-Authenticate: DPoP error="use_dpop_nonce"\nDPoP-Nonce: n-1\x00' '\x09Location: https://evil.example/steal\x00' '\x09Location: //api.example:8443/v1/me\x00' \
         '\x09Location: /v1/other\x00' '\x8bLocation: http://api.example/v1/me\x00' \
         '\x03WWW-Authenticate: Bearer error="invalid_token"\x00' \
         '\x03WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="mfa"\x00' \
