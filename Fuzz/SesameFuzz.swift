@@ -6,7 +6,7 @@
 // checked below.
 //
 // A new target: a case below (its raw value exactly the name in Scripts/fuzz.sh's `targets`; nothing else checks
-// that the two lists agree), its line in the switch of fuzzOne, a function in Fixtures (synchronous: an async API
+// that the two lists agree), its line in the switch of fuzzOne, a function in a Fixtures+*.swift file (synchronous: an async API
 // goes through `blocking`, which must not be called from async code), its name in `targets` and in fuzz.sh's
 // `describe`, and a `seed` call there. Code in a module the harness does not link yet needs that module's objects in
 // fuzz.sh's `build` and its `@testable import` here. Check that the target reaches what it claims (a `try?` or guard
