@@ -5,15 +5,15 @@
 // past 1 GiB (leak detection itself is off: see fuzz.sh) or a sanitizer report is a bug, and so is a broken invariant
 // checked below.
 //
-// A new target: a case below (its raw value exactly the name in Scripts/fuzz.sh's `targets`; nothing else checks
-// that the two lists agree), its line in the switch of fuzzOne, a function in a Fixtures+*.swift file
-// (synchronous: an async API goes through `blocking`, which must not be called from async code), its name in
-// `targets` and in fuzz.sh's `describe`, and a `seed` call there. Code in a module the harness does not link yet needs that module's objects in
-// fuzz.sh's `build` and its `@testable import` here. Check that the target reaches what it claims (a `try?` or guard
-// in front of the parser that always fails makes a target that runs fast and tests nothing: the redirect target once
-// never reached the code exchange). A crash found becomes a regression test in the suite of the code it broke (the
-// input's bytes as a literal, run through the same call), and its input one more argument of the target's `seed`
-// call.
+// A new target: a case below (its raw value exactly the name in Scripts/fuzz.sh's `targets`; nothing else checks that
+// the two lists agree), its line in the switch of fuzzOne, a function in a Fixtures+*.swift file (synchronous: an async
+// API goes through `blocking`, which must not be called from async code), its name in `targets` and in fuzz.sh's
+// `describe`, and a `seed` call there (SESAME_FUZZ_TRACE=1 with --replay shows what an input reached). Code in a module
+// the harness does not link yet needs that module's objects in fuzz.sh's `build` and its `@testable import` here. Check
+// that the target reaches what it claims (a `try?` or guard in front of the parser that always fails makes a target
+// that runs fast and tests nothing: the redirect target once never reached the code exchange). A crash found becomes a
+// regression test in the suite of the code it broke (the input's bytes as a literal, run through the same call), and
+// its input one more argument of the target's `seed` call.
 import Dispatch
 import Foundation
 import SesameJOSE
