@@ -143,7 +143,10 @@ struct FuzzResponse: Sendable {
             return
         }
         var fields: [SesameHTTP.Headers.Field] = []
-        for line in String(decoding: rest[..<split], as: UTF8.self).split(separator: "\n").prefix(16) {
+        // Lines cut on the byte, a CR before the LF dropped, as a transport hands them over ("\r\n" is one Swift
+        // Character: a split on "\n" would leave both in a value).
+        for bytes in rest[..<split].split(separator: 0x0A).prefix(16) {
+            let line = String(decoding: bytes.last == 0x0D ? bytes.dropLast() : bytes, as: UTF8.self)
             guard let colon = line.firstIndex(of: ":") else { continue }
             // As a transport hands them over: the value without the blanks around it.
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
