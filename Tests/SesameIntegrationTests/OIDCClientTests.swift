@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDevServer
 import SesameJOSE
+import SesameLoopback
 import SesameTestSupport
 import SesameTesting
 import Testing
@@ -353,6 +354,56 @@ extension OIDCTestServer {
             Issue.record("an ID token that expired an hour ago by the device's clock was accepted")
         } catch let error as AuthError {
             #expect(error.code == .idTokenRejected && error.reason == "expired")
+        }
+    }
+
+    @Test(
+        "OIDC-06: the clock is learned only from a token response the client took: a 200 page with a Date 20 hours behind moves nothing"
+    )
+    func clockOnlyFromTakenResponses() async throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let key = try JWK.generate(for: .es256)
+        let published = JOSEValue.object(["keys": [try key.publicKey().jsonValue()]]).jsonData
+        let answered = LockedBox(0)
+        let issuerBox = LockedBox("")
+        // A proxy's login page first (200, HTML, its own clock 20 hours behind), then a token response whose ID
+        // token expired 19 hours ago (no Date header: nothing to learn from it). On the page's clock it is valid.
+        let server = try RecordingServer { request in
+            if request.path == "/jwks" { return .json(200, published) }
+            answered.mutate { $0 += 1 }
+            guard answered.value > 1 else {
+                return HTTPServerResponse(
+                    status: 200, headers: ["Content-Type": "text/html", "Date": "Thu, 14 Jan 2027 12:00:00 GMT"],
+                    body: Data("<html>sign in to the proxy</html>".utf8))
+            }
+            let expired = try? JWT.sign(
+                JWTClaims([
+                    "iss": .string(issuerBox.value), "sub": "user-1", "aud": "c",
+                    "iat": .integer(1_800_000_000 - 73800), "exp": .integer(1_800_000_000 - 68400),
+                ]), key: key, algorithm: .es256)
+            let body: JOSEValue = ["access_token": "at-2", "token_type": "Bearer", "id_token": .string(expired ?? "")]
+            return .json(200, body.jsonData)
+        }
+        defer { server.stop() }
+        let issuer = server.base.absoluteString
+        issuerBox.value = issuer
+        let metadata = try OIDCProviderMetadata(
+            json: [
+                "issuer": .string(issuer), "authorization_endpoint": .string(issuer + "/authorize"),
+                "token_endpoint": .string(issuer + "/token"), "jwks_uri": .string(issuer + "/jwks"),
+                "response_types_supported": ["code"], "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["ES256"],
+            ])
+        let provider = OIDCAuthProvider(
+            metadata: metadata, configuration: .init(clientID: "c", redirectURI: "http://127.0.0.1:5555/callback"),
+            timeSource: ManualTimeSource(now))
+        let previous = TokenSet(accessToken: "at-1", refreshToken: "rt", expiresAt: now)
+        await #expect(throws: AuthError.self) { _ = try await provider.refresh(previous) }
+        do {
+            let taken = try await provider.refresh(previous)
+            Issue.record("an ID token 19 hours expired was taken on a clock learned from a refused page: \(taken)")
+        } catch let error as AuthError {
+            #expect(error.code == .idTokenRejected && error.reason == "expired", "\(error)")
         }
     }
 

@@ -102,14 +102,6 @@ extension OIDCAuthProvider {
         async throws -> TokenSet
     {
         let receivedAt = timeSource.now
-        if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
-            let serverDate = HTTPDate.parse(header, now: receivedAt)
-        {
-            let offset = serverDate.timeIntervalSince(receivedAt)
-            // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off
-            // is a broken server, not a clock fix).
-            clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
-        }
         guard let json = try? JOSEValue.parse(response.body), let access = json["access_token"]?.stringValue,
             RESTAuthProvider.isTokenText(access), let type = json["token_type"]?.stringValue,
             RESTAuthProvider.isTokenText(type), type.utf8.count <= 32
@@ -120,6 +112,16 @@ extension OIDCAuthProvider {
         guard type.lowercased() == expected else {
             throw AuthError(
                 .invalidResponse, "the token type is \(type), not \(expected == "dpop" ? "DPoP" : "Bearer")")
+        }
+        // The provider's clock, from a response that is a token response (a proxy's or portal's 200 page, refused
+        // above, must not move it).
+        if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
+            let serverDate = HTTPDate.parse(header, now: receivedAt)
+        {
+            let offset = serverDate.timeIntervalSince(receivedAt)
+            // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off
+            // is a broken server, not a clock fix).
+            clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
         }
         let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
         guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {
