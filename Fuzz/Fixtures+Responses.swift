@@ -70,9 +70,11 @@ extension Fixtures {
     }
 
     static func tokenResponse(_ bytes: [UInt8]) {
-        // The first byte's top bit turns DPoP on (its value modulo 10 picks the status, as in every response target).
+        // The first byte's top bit turns DPoP on, the next one asks for a step-up (max_age, acr_values) without it
+        // (its value modulo 10 picks the status, as in every response target).
         let dpop = (bytes.first ?? 0) & 0x80 != 0
-        let pending = dpop ? dpopPending : pending
+        let stepUp = !dpop && (bytes.first ?? 0) & 0x40 != 0
+        let pending = dpop ? dpopPending : stepUp ? stepUpPending : pending
         let provider = provider(signingIDToken(FuzzResponse(bytes), nonce: pending.nonce), dpop: dpop)
         blocking {
             var previous = TokenSet(
@@ -99,6 +101,15 @@ extension Fixtures {
                 require(
                     claims?.nonce.map { ByteExact.equals($0, pending.nonce ?? "") } == true,
                     "an ID token without this request's nonce")
+                if stepUp {
+                    // OIDC Core §3.1.3.7 (11), (12): a sign-in within max_age (leeway 60 s, on the provider's clock)
+                    // and one of the acr values asked for.
+                    let time = now.addingTimeInterval(provider.clock.withLock { $0 }).timeIntervalSince1970
+                    require(
+                        claims?["auth_time"]?.doubleValue.map { !(time - $0 > 600 + 60) } == true,
+                        "a sign-in older than max_age was accepted")
+                    require(claims?["acr"]?.stringValue == "mfa", "a weaker acr than asked for was accepted")
+                }
             }
         }
     }
@@ -132,7 +143,7 @@ extension Fixtures {
         _ = StepUpChallenge(response)
         _ = error.map { "\($0)" }
         // A `Retry-After` date once reached Foundation's DateFormatter, which traps on some non-ASCII text.
-        if let wait = RetryPolicy.retryAfter(response) { require(wait >= 0, "a negative Retry-After wait") }
+        if let wait = RetryPolicy.retryAfter(response, now: now) { require(wait >= 0, "a negative Retry-After wait") }
     }
 
     static let restBase = url("https://api.example/v1")

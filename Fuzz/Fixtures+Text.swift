@@ -103,6 +103,14 @@ extension Fixtures {
                     && components?.port == 8765 && components?.percentEncodedPath == "/callback",
                 "a code from another redirect URI was exchanged: \(text)")
             require(redirect.utf8.count > text.utf8.count, "a code exchanged without the request's state: \(text)")
+            // The query read apart from the product's parser: one state, this request's.
+            let states = (components?.percentEncodedQuery ?? "").split(separator: "&").compactMap { item in
+                let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return pair.first?.removingPercentEncoding == "state"
+                    ? (pair.count > 1 ? pair[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding : "")
+                    : nil
+            }
+            require(states == [pending.state], "a code exchanged for a query whose states are \(states): \(text)")
             require(
                 parameters?["state"].map { ByteExact.equals($0, pending.state) } == true,
                 "a code exchanged with another state: \(text)")

@@ -76,11 +76,17 @@ enum Fixtures {
     /// request per input gave no parser coverage and cost a sixth of the token-response and redirect targets' time.
     static let pending = authorizationRequest(dpop: false)
     static let dpopPending = authorizationRequest(dpop: true)
+    /// A step-up request: max_age 600 s and acr_values mfa (OIDC Core §3.1.2.1, RFC 9470).
+    static let stepUpPending = authorizationRequest(dpop: false, AuthorizationOptions(maxAge: 600, acrValues: ["mfa"]))
 
-    static func authorizationRequest(dpop: Bool) -> PendingAuthorization {
+    static func authorizationRequest(dpop: Bool, _ options: AuthorizationOptions = AuthorizationOptions())
+        -> PendingAuthorization
+    {
         nonisolated(unsafe) var made: Result<PendingAuthorization, any Error>?
         blocking {
-            do { made = .success(try await provider(FuzzResponse([0]), dpop: dpop).authorizationRequest()) } catch {
+            do {
+                made = .success(try await provider(FuzzResponse([0]), dpop: dpop).authorizationRequest(options))
+            } catch {
                 made = .failure(error)
             }
         }

@@ -45,7 +45,7 @@ describe() {
     case "$1" in
     jose) echo "JOSEValue.parse, JWK, JWKSet, JWT.unverified, Base64URL, JWTVerifier.verify (nothing fuzzed verifies; a JSON object is also signed as claims, and what verifies meets the policy)" ;;
     discovery) echo "OIDCProviderMetadata from a discovery response (the issuer found is the one asked for)" ;;
-    token-response) echo "a refresh and a code exchange answered with it (first byte's top bit: DPoP on; an id_token written as a JSON object is signed; the right type, binding, issuer, audience, subject, nonce)" ;;
+    token-response) echo "a refresh and a code exchange answered with it (first byte's top bit: DPoP on, the next: a step-up request; an id_token written as a JSON object is signed; the right type, binding, issuer, audience, subject, nonce, auth_time, acr)" ;;
     device-response) echo "a device authorization answered with it (the URIs shown are https or loopback)" ;;
     par-response) echo "a pushed authorization request answered with it (the URL stays at the provider)" ;;
     error-response) echo "ServerErrorResponse, the definitive-rejection rule, StepUpChallenge, Retry-After" ;;
@@ -159,7 +159,8 @@ seeds() {
         '\x03WWW-Authenticate: DPoP error="use_dpop_nonce"\nDPoP-Nonce: n-1\x00{"error":"use_dpop_nonce"}' \
         '\x00\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999000}}' \
         '\xa0\x00{"access_token":"at","token_type":"DPoP","expires_in":60,"refresh_token":"rt2","id_token":{"iss":"https://op.example","sub":"user-1","aud":["fuzz-client"],"azp":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE"}}' \
-        '\x84DPoP-Nonce: n-1\x00{"error":"use_dpop_nonce","error_description":"nonce required"}'
+        '\x84DPoP-Nonce: n-1\x00{"error":"use_dpop_nonce","error_description":"nonce required"}' \
+        '\x46\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999500,"acr":"mfa"}}'
     seed device-response \
         '\x00\x00{"device_code":"dc","user_code":"WDJB-MJHT","verification_uri":"https://op.example/device","verification_uri_complete":"https://op.example/device?user_code=WDJB-MJHT","expires_in":600,"interval":5}' \
         '\x02\x00{"error":"invalid_client"}'
