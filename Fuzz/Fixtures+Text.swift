@@ -235,6 +235,27 @@ extension Fixtures {
         _ = ClaimsRequest.parse(text)
     }
 
+    /// A client of the resource server, to ask whether an origin git names may have a token.
+    static let resourceClient = AuthorizedClient(
+        session: AuthSession(
+            provider: provider(FuzzResponse([0])), store: InMemoryTokenStore(), timeSource: FixedTime()),
+        baseURL: restBase, transport: FuzzTransport(answer: FuzzResponse([0])))
+
+    /// What git sends `sesame credential-helper` on standard input: the origin it names is exactly a protocol and
+    /// host, and a token is given only to the client's own origin.
+    static func credentialHelper(_ bytes: [UInt8]) {
+        let attributes = CredentialHelperCommand.attributes(from: Data(bytes))
+        guard let url = CredentialHelperCommand.origin(attributes) else { return }
+        trace("origin: \(url)")
+        require(
+            ["http", "https"].contains(url.scheme ?? "") && url.user == nil && url.password == nil && url.path == "/"
+                && url.query == nil && url.fragment == nil,
+            "git's attributes made an origin with more than a protocol and host: \(url)")
+        if resourceClient.mayReceiveCredentials(url) {
+            require(isResourceOrigin(url), "a token would go to \(url)")
+        }
+    }
+
     static func cliArguments(_ bytes: [UInt8]) {
         let words = bytes.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)

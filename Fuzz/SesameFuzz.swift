@@ -40,6 +40,7 @@ enum FuzzTarget: String, CaseIterable {
     case cliArguments = "cli-arguments"
     case providerResponse = "provider-response"
     case resourceResponse = "resource-response"
+    case credentialHelper = "credential-helper"
 }
 
 private let target: FuzzTarget = {
@@ -74,6 +75,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case .cliArguments: Fixtures.cliArguments(bytes)
     case .providerResponse: Fixtures.providerResponse(bytes)
     case .resourceResponse: Fixtures.resourceResponse(bytes)
+    case .credentialHelper: Fixtures.credentialHelper(bytes)
     }
     return 0
 }

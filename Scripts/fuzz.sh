@@ -35,7 +35,7 @@ set -euo pipefail
 caller_dir=$PWD
 cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
-    dpop-proof http-request form stored-files cli-arguments provider-response resource-response)
+    dpop-proof http-request form stored-files cli-arguments provider-response resource-response credential-helper)
 usage() {
     echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
@@ -57,6 +57,7 @@ describe() {
     stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
     cli-arguments) echo "the CLI's command table, argument parser, profile options and suggestions" ;;
     resource-response) echo "AuthorizedClient's redirects, 401/403 challenges and errors under each redirect policy, Bearer or DPoP (credentials only to the base's origin; one refresh per request)" ;;
+    credential-helper) echo "what git sends sesame credential-helper: attributes, the origin they name, whether it may have a token (only the client's own)" ;;
     provider-response) echo "UserInfo (its sub is the ID token's), revocation, the REST contract's login, refresh, /me, logout" ;;
     esac
 }
@@ -201,6 +202,9 @@ seeds() {
         '\x03WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="mfa"\x00' \
         '\x04WWW-Authenticate: Bearer error="insufficient_scope", scope="admin"\x00' '\x06Retry-After: 1\x00' \
         '\x00Content-Type: application/json\x00{"id":"u1"}'
+    seed credential-helper 'protocol=https\nhost=api.example\nwwwauth[]=Bearer realm="x"\n\n' \
+        'protocol=https\r\nhost=API.EXAMPLE:443\r\npath=v1/me\r\n\r\n' 'protocol=https\nhost=api.example.\n\n' \
+        'protocol=https\nhost=api.example@evil.example\n\n' 'protocol=http\nhost=api.example\npassword=at\n\n'
     seed cli-arguments 'login\x00--issuer\x00https://op.example\x00--client-id\x00c\x00--scope\x00openid' \
         'jwt\x00verify\x00--jwks\x00@keys.json\x00--\x00-' 'request\x00GET\x00/me\x00-H\x00Accept: x' 'logni\x00--helpp'
 }

@@ -51,9 +51,14 @@ struct CredentialHelperCommand: SesameCommand {
     /// The `key=value` lines git sends, up to a blank line or the end; nothing at all when the input is larger
     /// than 64 KiB (it was cut, and a cut line could name another host).
     static func readAttributes() -> [String: String] {
-        let limit = 64 * 1024
-        let data = FileHandle.standardInput.readData(ofLength: limit + 1)
-        guard data.count <= limit else { return [:] }
+        attributes(from: FileHandle.standardInput.readData(ofLength: attributeLimit + 1))
+    }
+
+    static let attributeLimit = 64 * 1024
+
+    /// The attributes in what git sent (see ``readAttributes()``).
+    static func attributes(from data: Data) -> [String: String] {
+        guard data.count <= attributeLimit else { return [:] }
         var attributes: [String: String] = [:]
         // Cut on the bytes: in Swift "\r\n" is one Character, which a split on "\n" does not see.
         let lines = Array(data).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
@@ -70,16 +75,7 @@ struct CredentialHelperCommand: SesameCommand {
 
     func run() async throws {
         let attributes = Self.readAttributes()
-        guard operation != .store else { return }
-        // The origin git asks about, exactly as an URL of that protocol and host (a port included).
-        // A host is a name or address and an optional port: nothing that could move the origin (`user@`, a path).
-        guard let scheme = attributes["protocol"], ["http", "https"].contains(scheme), let host = attributes["host"],
-            !host.isEmpty, host.utf8.count <= 260,
-            host.unicodeScalars.allSatisfy({
-                $0.value > 0x20 && $0.value < 0x7F && !"@/?#\\%".unicodeScalars.contains($0)
-            }),
-            let url = URL(string: "\(scheme)://\(host)/"), url.host != nil, url.user == nil
-        else { return }
+        guard operation != .store, let url = Self.origin(attributes) else { return }
         let context: SessionContext
         do {
             context = try await SessionContext(selection).withUsableKey()
@@ -106,6 +102,20 @@ struct CredentialHelperCommand: SesameCommand {
             if let expiresAt = tokens.expiresAt.flatMap(unixSeconds) { answer += "password_expiry_utc=\(expiresAt)\n" }
             FileHandle.standardOutput.write(Data(answer.utf8))
         }
+    }
+
+    /// The origin git asks about, exactly as a URL of that protocol and host (a port included), or nil.
+    ///
+    /// A host is a name or address and an optional port: nothing that could move the origin (`user@`, a path).
+    static func origin(_ attributes: [String: String]) -> URL? {
+        guard let scheme = attributes["protocol"], ["http", "https"].contains(scheme), let host = attributes["host"],
+            !host.isEmpty, host.utf8.count <= 260,
+            host.unicodeScalars.allSatisfy({
+                $0.value > 0x20 && $0.value < 0x7F && !"@/?#\\%".unicodeScalars.contains($0)
+            }),
+            let url = URL(string: "\(scheme)://\(host)/"), url.host != nil, url.user == nil
+        else { return nil }
+        return url
     }
 
     private func note(_ text: String) {
