@@ -235,6 +235,35 @@ extension Fixtures {
         _ = ClaimsRequest.parse(text)
     }
 
+    /// The development identity server, without a socket.
+    ///
+    /// Its handlers take the requests a connection would hand them. One user (alice@example.com, password "password", one PBKDF2 round: a sign-in per input must be cheap);
+    /// no development endpoints (they inject faults and latency).
+    static let devServerRouter: (DevServer, HTTPRouter) = made {
+        var configuration = DevServer.Configuration()
+        configuration.users = [("alice@example.com", "password")]
+        configuration.passwordIterations = 1
+        configuration.devEndpoints = false
+        configuration.clock = { Fixtures.now }
+        let server = try DevServer(configuration: configuration)
+        server.state.withLock { $0.issuer = "http://127.0.0.1:8080" }
+        try server.reloadVerifier()
+        return (server, server.makeRouter())
+    }
+
+    /// A request to the dev server, as the loopback HTTP parser hands it over, through its handlers.
+    static func devServer(_ bytes: [UInt8]) {
+        let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8192, maxBodyBytes: 65536)
+        guard case .request(let request, _, _) = HTTPRequestParser.parse(ArraySlice(bytes), limits: limits) else {
+            return
+        }
+        let (server, router) = devServerRouter
+        let response = server.handle(request, router: router)
+        trace("\(request.method) \(request.path): \(response.status)")
+        // Bad input gets a clear 4xx; a 5xx would be a handler that did not expect what it was sent.
+        require(response.status < 500, "\(request.method) \(request.path) answered \(response.status)")
+    }
+
     /// A client of the resource server, to ask whether an origin git names may have a token.
     static let resourceClient = AuthorizedClient(
         session: AuthSession(

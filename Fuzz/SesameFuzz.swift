@@ -41,6 +41,7 @@ enum FuzzTarget: String, CaseIterable {
     case providerResponse = "provider-response"
     case resourceResponse = "resource-response"
     case credentialHelper = "credential-helper"
+    case devServer = "dev-server"
 }
 
 private let target: FuzzTarget = {
@@ -76,6 +77,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case .providerResponse: Fixtures.providerResponse(bytes)
     case .resourceResponse: Fixtures.resourceResponse(bytes)
     case .credentialHelper: Fixtures.credentialHelper(bytes)
+    case .devServer: Fixtures.devServer(bytes)
     }
     return 0
 }

@@ -35,7 +35,8 @@ set -euo pipefail
 caller_dir=$PWD
 cd "$(dirname "$0")/.."
 targets=(jose discovery token-response device-response par-response error-response www-authenticate redirect
-    dpop-proof http-request form stored-files cli-arguments provider-response resource-response credential-helper)
+    dpop-proof http-request form stored-files cli-arguments provider-response resource-response credential-helper
+    dev-server)
 usage() {
     echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
@@ -57,6 +58,7 @@ describe() {
     stored-files) echo "the file token store (never loses a file's bytes), account index, DPoP key file, CLI settings" ;;
     cli-arguments) echo "the CLI's command table, argument parser, profile options and suggestions" ;;
     resource-response) echo "AuthorizedClient's redirects, 401/403 challenges and errors under each redirect policy, Bearer or DPoP (credentials only to the base's origin; one refresh per request)" ;;
+    dev-server) echo "the dev server's handlers (every route but /_dev/), fed what the loopback HTTP parser hands over" ;;
     credential-helper) echo "what git sends sesame credential-helper: attributes, the origin they name, whether it may have a token (only the client's own)" ;;
     provider-response) echo "UserInfo (its sub is the ID token's), revocation, the REST contract's login, refresh, /me, logout" ;;
     esac
@@ -205,6 +207,14 @@ seeds() {
     seed credential-helper 'protocol=https\nhost=api.example\nwwwauth[]=Bearer realm="x"\n\n' \
         'protocol=https\r\nhost=API.EXAMPLE:443\r\npath=v1/me\r\n\r\n' 'protocol=https\nhost=api.example.\n\n' \
         'protocol=https\nhost=api.example@evil.example\n\n' 'protocol=http\nhost=api.example\npassword=at\n\n'
+    seed dev-server 'GET /.well-known/openid-configuration HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n' \
+        'POST /login HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\nContent-Length: 51\r\n\r\n{"email":"alice@example.com","password":"password"}' \
+        'POST /register HTTP/1.1\r\nHost: localhost:8080\r\nContent-Type: application/json\r\nContent-Length: 52\r\n\r\n{"email":"bob@example.com","password":"pw-12345678"}' \
+        'POST /token HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 66\r\n\r\ngrant_type=refresh_token&refresh_token=rt&client_id=sesame-cli&x=1' \
+        'GET /authorize?response_type=code&client_id=sesame-cli&redirect_uri=http%3A%2F%2F127.0.0.1%3A5555%2Fcallback&scope=openid&state=s&nonce=n&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n' \
+        'POST /device_authorization HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 33\r\n\r\nclient_id=sesame-cli&scope=openid' \
+        'GET /userinfo HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: DPoP eyJ.eyJ.sig\r\nDPoP: eyJ.eyJ.sig\r\n\r\n' \
+        'GET /me HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAuthorization: Bearer at\r\nCookie: sesame_session=x; sesame_csrf=y\r\n\r\n'
     seed cli-arguments 'login\x00--issuer\x00https://op.example\x00--client-id\x00c\x00--scope\x00openid' \
         'jwt\x00verify\x00--jwks\x00@keys.json\x00--\x00-' 'request\x00GET\x00/me\x00-H\x00Accept: x' 'logni\x00--helpp'
 }
