@@ -104,13 +104,15 @@ extension Fixtures {
                 "a code from another redirect URI was exchanged: \(text)")
             require(redirect.utf8.count > text.utf8.count, "a code exchanged without the request's state: \(text)")
             // The query read apart from the product's parser: one state, this request's.
-            let states = (components?.percentEncodedQuery ?? "").split(separator: "&").compactMap { item in
-                let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return pair.first?.removingPercentEncoding == "state"
-                    ? (pair.count > 1 ? pair[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding : "")
-                    : nil
-            }
-            require(states == [pending.state], "a code exchanged for a query whose states are \(states): \(text)")
+            let states = Array((components?.percentEncodedQuery ?? "").utf8).split(separator: UInt8(ascii: "&"))
+                .compactMap { item -> [UInt8]? in
+                    let pair = item.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+                    guard percentDecoded(pair[0]) == Array("state".utf8) else { return nil }
+                    return pair.count > 1 ? (percentDecoded(pair[1], plusIsSpace: true) ?? []) : []
+                }
+            require(
+                states == [Array(pending.state.utf8)],
+                "a code exchanged for a query with \(states.count) states: \(text)")
             require(
                 parameters?["state"].map { ByteExact.equals($0, pending.state) } == true,
                 "a code exchanged with another state: \(text)")

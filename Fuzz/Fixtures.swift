@@ -121,6 +121,35 @@ func isWebOrLoopback(_ url: URL) -> Bool {
         }
 }
 
+/// `bytes` with each `%XX` decoded (and `+` as a space when asked), byte for byte, or nil for a bad escape.
+///
+/// The harness's own reading, apart from Foundation's (which drops a leading U+FEFF) and the product's.
+func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool = false) -> [UInt8]? {
+    func hex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x37
+        case 0x61...0x66: byte - 0x57
+        default: nil
+        }
+    }
+    var decoded: [UInt8] = []
+    var index = bytes.startIndex
+    while index < bytes.endIndex {
+        let byte = bytes[index]
+        if byte == UInt8(ascii: "%") {
+            guard index + 2 < bytes.endIndex, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2])
+            else { return nil }
+            decoded.append(high << 4 | low)
+            index += 3
+        } else {
+            decoded.append(plusIsSpace && byte == UInt8(ascii: "+") ? 0x20 : byte)
+            index += 1
+        }
+    }
+    return decoded
+}
+
 /// A fixture that must be made: the harness cannot run without it.
 func made<T>(_ body: () throws -> T) -> T {
     do {
