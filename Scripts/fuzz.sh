@@ -179,7 +179,8 @@ seeds() {
         'http://127.0.0.1:8765/callback?error=access_denied&error_description=no&state=xyz' \
         'com.example.app:/callback?code=a&code=b#frag' '/search?q=a b&x=50%&e=\xc3\xa9#f' '../v1/./me;x=1?y' \
         '/../\xcc\x81admin?\xcc\x81a=1' 'http://127.0.0.1:8765/callback?code=x&state=STATE&iss=https%3A%2F%2Fop.example' \
-        'http://127.0.0.1:8765/callback?error=access_denied&state=STATE' 'HTTP://127.0.0.1:08765/callback?state=STATE&code=y'
+        'http://127.0.0.1:8765/callback?error=access_denied&state=STATE' 'HTTP://127.0.0.1:08765/callback?state=STATE&code=y' \
+        'http://127.0.0.1:8765/callback?code=c&state=STATE&%EF%BB%BFstate=x'
     seed dpop-proof 'eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7Imt0eSI6IkVDIiwieCI6Imw4dEZyaHgtMzR0VjNoUklDUkRZOXpDa0RscEJoRjQyVVFVZldWQVdCRnMiLCJ5IjoiOVZFNGpmX09rX282NHpiVFRsY3VOSmFqSG10NnY5VERWclUwQ2R2R1JEQSIsImNydiI6IlAtMjU2In19.eyJqdGkiOiItQndDM0VTYzZhY2MybFRjIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vc2VydmVyLmV4YW1wbGUuY29tL3Rva2VuIiwiaWF0IjoxNTYyMjYyNjE2fQ.2-GxA6T8lP4vfrg8v-FdWP0A0zdrj8igiMLvqRMUvwnQg4PtFLbdLXiOSsX0x7NVY-FNyJK70nfbV37xRZT3Lg' \
         '{"jti":"-BwC3ESc6acc2lTc","htm":"POST","htu":"https://op.example/token","iat":1750000000}' \
         '{"jti":"e1j3V_bKic8-LAEB","htm":"GET","htu":"https://op.example/token?x#y","iat":1749999950,"ath":"ATH","nonce":"n"}'
