@@ -239,19 +239,24 @@ extension Fixtures {
 
     /// The development identity server, without a socket.
     ///
-    /// Its handlers take the requests a connection would hand them. One user (alice@example.com, password "password", one PBKDF2 round: a sign-in per input must be cheap);
-    /// no development endpoints (they inject faults and latency).
-    static let devServerRouter: (DevServer, HTTPRouter) = made {
+    /// Its handlers take the requests a connection would hand them. One user (alice@example.com, password
+    /// "password", one PBKDF2 round: a sign-in per input must be cheap); no development endpoints (they inject
+    /// faults and latency).
+    static func makeDevServer() -> (DevServer, HTTPRouter) {
         var configuration = DevServer.Configuration()
         configuration.users = [("alice@example.com", "password")]
         configuration.passwordIterations = 1
         configuration.devEndpoints = false
         configuration.clock = { Fixtures.now }
-        let server = try DevServer(configuration: configuration)
+        let server = made { try DevServer(configuration: configuration) }
         server.state.withLock { $0.issuer = "http://127.0.0.1:8080" }
-        try server.reloadVerifier()
+        made { try server.reloadVerifier() }
         return (server, server.makeRouter())
     }
+
+    /// The current dev server and how many inputs it has answered: a new one every 1,000 (what inputs leave
+    /// behind — accounts, sessions, a locked-out address — stays bounded and does not starve later inputs).
+    nonisolated(unsafe) static var devServerInUse: (server: DevServer, router: HTTPRouter, answered: Int)?
 
     /// A request to the dev server, as the loopback HTTP parser hands it over, through its handlers.
     static func devServer(_ bytes: [UInt8]) {
@@ -259,11 +264,21 @@ extension Fixtures {
         guard case .request(let request, _, _) = HTTPRequestParser.parse(ArraySlice(bytes), limits: limits) else {
             return
         }
-        let (server, router) = devServerRouter
+        if devServerInUse.map({ $0.answered >= 1000 }) ?? true {
+            let (server, router) = makeDevServer()
+            devServerInUse = (server, router, 0)
+        }
+        guard let (server, router, _) = devServerInUse else { return }
+        devServerInUse?.answered += 1
         let response = server.handle(request, router: router)
         trace("\(request.method) \(request.path): \(response.status)")
-        // Bad input gets a clear 4xx; a 5xx would be a handler that did not expect what it was sent.
+        // Bad input gets a clear 4xx; a 5xx would be a handler that did not expect what it was sent. A header with
+        // a line break would become a 500 when written.
         require(response.status < 500, "\(request.method) \(request.path) answered \(response.status)")
+        require(
+            !response.headers.fields.contains {
+                HTTPServerResponse.breaksHead($0.name) || HTTPServerResponse.breaksHead($0.value)
+            }, "\(request.method) \(request.path) answered a header with a line break")
     }
 
     /// A client of the resource server, to ask whether an origin git names may have a token.

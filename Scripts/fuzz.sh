@@ -11,8 +11,8 @@
 #                                        (crash-*, timeout-* or oom-*, as libFuzzer names it)
 #   Scripts/fuzz.sh all [SECONDS]        runs each target in turn for SECONDS (default 60; CI: 20)
 #   Scripts/fuzz.sh --replay TARGET FILE runs one input once, as a run would (to reproduce, then to check a fix);
-#                                        FILE relative to where you are; a crash's report and input go to
-#                                        .build/fuzz/TARGET/replay-*
+#                                        FILE relative to where you are; the report is printed, a failing
+#                                        input also kept as .build/fuzz/TARGET/replay-*
 #                                        (SESAME_FUZZ_TRACE=1 makes targets say what the input reached)
 #   Scripts/fuzz.sh --build              builds only
 #
@@ -264,7 +264,7 @@ run() {
         local unit
         unit=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | cut -d' ' -f5)
         echo "fuzz.sh: $name: FAILED after $runs executions: the input is ${unit:-(none written)}; the log is $log"
-        echo "fuzz.sh: reproduce it with: Scripts/fuzz.sh --replay $name ${unit:-FILE}"
+        echo "fuzz.sh: reproduce it with: Scripts/fuzz.sh --replay $name ${unit:+$PWD/}${unit:-FILE}"
         return 1
     fi
     echo "fuzz.sh: $name: $runs executions ($rate/s), cov $cov, ft $ft, corpus $inputs inputs, 0 crashes (log: $log)"

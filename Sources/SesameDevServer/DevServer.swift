@@ -218,7 +218,8 @@ public final class DevServer: Sendable {
             return Self.error(415, "invalid_request", "development endpoints take Content-Type: application/json")
         }
         if !isDev {
-            let route = known ? "\(request.method) \(request.path)" : "other"
+            // Only a route's own method names a counter: any other word a client sends would be a new key each time.
+            let route = router.hasRoute(request.method, request.path) ? "\(request.method) \(request.path)" : "other"
             let faults = state.withLock { state in
                 state.counters.requests[route, default: 0] += 1
                 return state.faults

@@ -16,6 +16,12 @@ public struct HTTPRouter: Sendable {
     /// Whether `path` has a route.
     public func hasRoute(_ path: String) -> Bool { routes[path] != nil }
 
+    /// Whether `method` on `path` has a route (HEAD where GET has one).
+    public func hasRoute(_ method: String, _ path: String) -> Bool {
+        guard let methods = routes[path] else { return false }
+        return methods[method] != nil || (method == "HEAD" && methods["GET"] != nil)
+    }
+
     /// Answers `request` with the matching route, 404 or 405.
     public func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         guard let methods = routes[request.path] else { return .text(404, "not found\n") }

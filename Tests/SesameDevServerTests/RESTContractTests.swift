@@ -163,6 +163,16 @@ struct RunningServer {
         #expect(counters["requests"]?["POST /refresh-token"] == 4)
     }
 
+    @Test("request counters are kept per route: a method the path has no route for counts as other, never a new key")
+    func countersPerRoute() async throws {
+        let running = try RunningServer()
+        defer { running.server.stop() }
+        for index in 0..<20 { #expect(try await running.client.send("XYZZY\(index)", "/token").status == 405) }
+        let requests = try #require(try await running.counters()["requests"]?.objectValue)
+        #expect(!requests.names.contains { $0.hasPrefix("XYZZY") }, "\(requests.names)")
+        #expect(requests["other"] == 20)
+    }
+
     @Test("--refresh-reuse-grace on /refresh-token: a lost answer's token comes back for a replacement; one chain")
     func reuseGrace() async throws {
         let clock = ManualTimeSource(Date())
