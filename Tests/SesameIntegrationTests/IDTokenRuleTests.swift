@@ -96,6 +96,23 @@ import Testing
         #expect(await fixture.validate(try fixture.token(["azp": "someone-else"])) == "authorized_party_mismatch")
     }
 
+    @Test("OIDC-08: an auth_time past the token's check (beyond the 60 s leeway) is refused, with max_age or without")
+    func authTimeInFuture() async throws {
+        let fixture = try Fixture()
+        defer { fixture.jwks.stop() }
+        let later = Int64(fixture.now.timeIntervalSince1970) + 61
+        for maxAge in [nil, 600] as [TimeInterval?] {
+            let expectations = IDTokenValidator.Expectations(nonce: "n-1", maxAge: maxAge)
+            #expect(
+                await fixture.validate(try fixture.token(["auth_time": .integer(later)]), expectations)
+                    == "auth_time_in_future")
+            #expect(await fixture.validate(try fixture.token(["auth_time": .integer(later - 1)]), expectations) == nil)
+            #expect(
+                await fixture.validate(try fixture.token(["auth_time": 99_999_999_999]), expectations)
+                    == "auth_time_in_future")
+        }
+    }
+
     @Test("OIDC-05 RP-06 RP-66: only algorithms the provider lists; never none or HMAC even if listed")
     func algorithms() async throws {
         let fixture = try Fixture()

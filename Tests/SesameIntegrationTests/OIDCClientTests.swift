@@ -358,7 +358,7 @@ extension OIDCTestServer {
     }
 
     @Test(
-        "OIDC-06: the clock is learned only from a token response the client took: a 200 page with a Date 20 hours behind moves nothing"
+        "OIDC-06: the clock is learned only from a token response the client took: a 200 page or a refused token response with a Date 20 hours behind moves nothing"
     )
     func clockOnlyFromTakenResponses() async throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -366,15 +366,20 @@ extension OIDCTestServer {
         let published = JOSEValue.object(["keys": [try key.publicKey().jsonValue()]]).jsonData
         let answered = LockedBox(0)
         let issuerBox = LockedBox("")
-        // A proxy's login page first (200, HTML, its own clock 20 hours behind), then a token response whose ID
-        // token expired 19 hours ago (no Date header: nothing to learn from it). On the page's clock it is valid.
+        // A proxy's login page (200, HTML, its own clock 20 hours behind); a token response with that Date refused
+        // for its malformed refresh_token; then a token response whose ID token expired 19 hours ago (no Date
+        // header: nothing to learn from it). On the 20-hours-behind clock it would be valid.
         let server = try RecordingServer { request in
             if request.path == "/jwks" { return .json(200, published) }
             answered.mutate { $0 += 1 }
-            guard answered.value > 1 else {
+            let behind: HTTPServerHeaders = ["Date": "Thu, 14 Jan 2027 12:00:00 GMT"]
+            if answered.value == 1 {
                 return HTTPServerResponse(
-                    status: 200, headers: ["Content-Type": "text/html", "Date": "Thu, 14 Jan 2027 12:00:00 GMT"],
-                    body: Data("<html>sign in to the proxy</html>".utf8))
+                    status: 200, headers: behind, body: Data("<html>sign in to the proxy</html>".utf8))
+            }
+            if answered.value == 2 {
+                let refused: JOSEValue = ["access_token": "at-2", "token_type": "Bearer", "refresh_token": "a b"]
+                return HTTPServerResponse(status: 200, headers: behind, body: refused.jsonData)
             }
             let expired = try? JWT.sign(
                 JWTClaims([
@@ -398,6 +403,7 @@ extension OIDCTestServer {
             metadata: metadata, configuration: .init(clientID: "c", redirectURI: "http://127.0.0.1:5555/callback"),
             timeSource: ManualTimeSource(now))
         let previous = TokenSet(accessToken: "at-1", refreshToken: "rt", expiresAt: now)
+        await #expect(throws: AuthError.self) { _ = try await provider.refresh(previous) }
         await #expect(throws: AuthError.self) { _ = try await provider.refresh(previous) }
         do {
             let taken = try await provider.refresh(previous)

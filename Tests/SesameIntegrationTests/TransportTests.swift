@@ -188,7 +188,7 @@ extension TransportTests {
     @Test("a POST whose connection dies unanswered is not sent again by libcurl (a fresh connection of its own)")
     func noSilentResend() async throws {
         var configuration = DevServer.Configuration()
-        configuration.faults = try FaultPlan(spec: "POST /me:drop")
+        configuration.faults = try FaultPlan(spec: "POST /logout:drop")
         configuration.passwordIterations = 1000
         let server = try DevServer(configuration: configuration)
         let base = try server.start()
@@ -199,12 +199,12 @@ extension TransportTests {
         await #expect(throws: AuthError.self) {
             _ = try await transport.send(
                 SesameHTTP.Request(
-                    method: "POST", url: base.appendingPathComponent("me"),
+                    method: "POST", url: base.appendingPathComponent("logout"),
                     headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
         }
         let counters = try await transport.send(
             SesameHTTP.Request(method: "GET", url: base.appendingPathComponent("_dev/counters")))
         let requests = try JSONSerialization.jsonObject(with: counters.body) as? [String: Any]
-        #expect((requests?["requests"] as? [String: Int])?["POST /me"] == 1, "\(String(describing: requests))")
+        #expect((requests?["requests"] as? [String: Int])?["POST /logout"] == 1, "\(String(describing: requests))")
     }
 }

@@ -185,6 +185,10 @@ public struct IDTokenValidator: Sendable {
                 ByteExact.equals(stated, Self.leftHalfHash(accessToken, algorithm: algorithm))
             else { throw Self.rejection("at_hash_mismatch", "the ID token's at_hash does not match the access token") }
         }
+        // A sign-in cannot have happened after the token was checked (the leeway allowing for skew).
+        if let authTime = claims["auth_time"]?.doubleValue, authTime > time.timeIntervalSince1970 + leeway {
+            throw Self.rejection("auth_time_in_future", "the ID token's auth_time is in the future")
+        }
         if let maxAge = expectations.maxAge {
             guard let authTime = claims["auth_time"]?.doubleValue else {
                 throw Self.rejection("auth_time_missing", "max_age was requested but the ID token has no auth_time")

@@ -113,15 +113,17 @@ extension OIDCAuthProvider {
             throw AuthError(
                 .invalidResponse, "the token type is \(type), not \(expected == "dpop" ? "DPoP" : "Bearer")")
         }
-        // The provider's clock, from a response that is a token response (a proxy's or portal's 200 page, refused
-        // above, must not move it).
+        // The provider's clock from its Date header: this response's ID token is checked on it, and it is kept for
+        // later ones only when this response is taken (a proxy's or portal's 200 page, or a token response refused
+        // below, must not move it).
+        var learnedOffset: TimeInterval?
         if configuration.learnsClockFromDateHeader, let header = response.header("Date"),
             let serverDate = HTTPDate.parse(header, now: receivedAt)
         {
             let offset = serverDate.timeIntervalSince(receivedAt)
             // A skew worth correcting (the Date header has one-second resolution), and a sane one (a Date a year off
             // is a broken server, not a clock fix).
-            clock.withLock { $0 = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0 }
+            learnedOffset = abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0
         }
         let refresh = json["refresh_token"]?.stringValue ?? previous?.refreshToken
         guard refresh.map(RESTAuthProvider.isTokenText) ?? true else {
@@ -129,7 +131,8 @@ extension OIDCAuthProvider {
         }
         var idToken = previous?.idToken
         var user = previous?.user
-        if let validator, let keys {
+        if var validator, let keys {
+            if let learnedOffset { validator.clockOffset = learnedOffset }
             if let returned = json["id_token"]?.stringValue {
                 var expectations = expecting
                 expectations.accessToken = access
@@ -164,6 +167,7 @@ extension OIDCAuthProvider {
             }
             deviceSecret = text
         }
+        if let learnedOffset { clock.withLock { $0 = learnedOffset } }
         return TokenSet(
             accessToken: access, tokenType: type, refreshToken: refresh, idToken: idToken,
             expiresAt: TokenSet.expiry(
