@@ -1,11 +1,6 @@
-import Dispatch
 import Foundation
-import SesameJOSE
-import Synchronization
 
 @testable import Sesame
-@testable import SesameDevServer
-@testable import SesameLoopback
 @testable import sesame
 
 #if canImport(Glibc)

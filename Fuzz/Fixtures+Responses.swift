@@ -1,16 +1,8 @@
-import Dispatch
 import Foundation
 import SesameJOSE
 import Synchronization
 
 @testable import Sesame
-@testable import SesameDevServer
-@testable import SesameLoopback
-@testable import sesame
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The targets that read what a provider or a resource server answers.
 extension Fixtures {

@@ -1,16 +1,10 @@
-import Dispatch
 import Foundation
 import SesameJOSE
-import Synchronization
 
 @testable import Sesame
 @testable import SesameDevServer
 @testable import SesameLoopback
 @testable import sesame
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The targets that read text handed to the SDK or a server: tokens, keys, headers, URLs, requests, forms, arguments.
 extension Fixtures {

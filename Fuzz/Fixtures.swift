@@ -1,11 +1,7 @@
-import Dispatch
 import Foundation
 import SesameJOSE
 
 @testable import Sesame
-@testable import SesameDevServer
-@testable import SesameLoopback
-@testable import sesame
 
 #if canImport(Glibc)
     import Glibc
