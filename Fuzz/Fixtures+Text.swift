@@ -88,34 +88,39 @@ extension Fixtures {
             trace("completeAuthorization: \(completed), replayed: \(replayed); token requests: \(exchanges)")
             if case .success = completed { require(false, "a fuzzed redirect completed a sign-in: \(text)") }
             require(exchanges <= 1, "a replayed authorization response reached the token endpoint again: \(text)")
-            guard exchanges > 0 else { return }
-            // Only a response on the request's redirect URI, with its state, a code, no error and no other issuer
-            // reaches the token endpoint (BCP-06/07, NAT-13).
-            let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-            require(
-                components?.scheme?.lowercased() == "http" && components?.host == "127.0.0.1"
-                    && components?.port == 8765 && components?.percentEncodedPath == "/callback",
-                "a code from another redirect URI was exchanged: \(text)")
-            require(redirect.utf8.count > text.utf8.count, "a code exchanged without the request's state: \(text)")
-            // The query read apart from the product's parser: one state, this request's.
-            let states = Array((components?.percentEncodedQuery ?? "").utf8).split(separator: UInt8(ascii: "&"))
-                .compactMap { item -> [UInt8]? in
-                    let pair = item.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-                    guard percentDecoded(pair[0]) == Array("state".utf8) else { return nil }
-                    return pair.count > 1 ? (percentDecoded(pair[1], plusIsSpace: true) ?? []) : []
-                }
-            require(
-                states == [Array(pending.state.utf8)],
-                "a code exchanged for a query with \(states.count) states: \(text)")
-            require(
-                parameters?["state"].map { ByteExact.equals($0, pending.state) } == true,
-                "a code exchanged with another state: \(text)")
-            require(parameters?["code"] != nil, "a code exchange without a code: \(text)")
-            require(parameters?["error"] == nil, "an error response's code was exchanged: \(text)")
-            require(
-                parameters?["iss"].map { ByteExact.equals($0, issuer) } ?? true,
-                "a code from another issuer was exchanged: \(text)")
+            if exchanges > 0 { checkExchanged(url, text: text, redirect: redirect, parameters: parameters) }
         }
+    }
+
+    /// What a redirect that reached the token endpoint must be: on the request's redirect URI, with its state (read
+    /// apart from the product's parser as well), a code, no error and no other issuer (BCP-06/07, NAT-13).
+    static func checkExchanged(_ url: URL, text: String, redirect: String, parameters: [String: String]?) {
+        // Only a response on the request's redirect URI, with its state, a code, no error and no other issuer
+        // reaches the token endpoint (BCP-06/07, NAT-13).
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        require(
+            components?.scheme?.lowercased() == "http" && components?.host == "127.0.0.1"
+                && components?.port == 8765 && components?.percentEncodedPath == "/callback",
+            "a code from another redirect URI was exchanged: \(text)")
+        require(redirect.utf8.count > text.utf8.count, "a code exchanged without the request's state: \(text)")
+        // The query read apart from the product's parser: one state, this request's.
+        let states = Array((components?.percentEncodedQuery ?? "").utf8).split(separator: UInt8(ascii: "&"))
+            .compactMap { item -> [UInt8]? in
+                let pair = item.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+                guard percentDecoded(pair[0]) == Array("state".utf8) else { return nil }
+                return pair.count > 1 ? (percentDecoded(pair[1], plusIsSpace: true) ?? []) : []
+            }
+        require(
+            states == [Array(pending.state.utf8)],
+            "a code exchanged for a query with \(states.count) states: \(text)")
+        require(
+            parameters?["state"].map { ByteExact.equals($0, pending.state) } == true,
+            "a code exchanged with another state: \(text)")
+        require(parameters?["code"] != nil, "a code exchange without a code: \(text)")
+        require(parameters?["error"] == nil, "an error response's code was exchanged: \(text)")
+        require(
+            parameters?["iss"].map { ByteExact.equals($0, issuer) } ?? true,
+            "a code from another issuer was exchanged: \(text)")
     }
 
     /// The `jwk` header of the proofs the harness signs: the client key's public half.
