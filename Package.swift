@@ -68,7 +68,7 @@ let package = Package(
             dependencies: ["Sesame", "SesameJOSE"],
             swiftSettings: swiftSettings
         ),
-        // epoll for SesameLoopback's event loop (Linux only: elsewhere the loop uses poll).
+        // epoll for SesameLoopback's event loop and posix_spawn for its ChildProcess (Linux only: elsewhere poll, Process).
         .target(name: "CSesameEpoll"),
         .target(
             name: "SesameLoopback",
@@ -117,7 +117,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameTests",
-            dependencies: ["Sesame", "SesameJOSE", "SesameTesting"],
+            dependencies: ["Sesame", "SesameJOSE", "SesameLoopback", "SesameTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import SesameJOSE
+import SesameLoopback
 
 /// `sesame-bench jose`: Sesame's public API against a direct libcrypto loop and Python's standard library.
 enum JOSEBenchmark {
@@ -167,12 +168,12 @@ enum JOSEBenchmark {
                 best = max(best, number / t)
             print(best)
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, token, String(seconds)]
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = .pipe(output)
+        process.standardError = .null
         guard (try? process.run()) != nil else { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

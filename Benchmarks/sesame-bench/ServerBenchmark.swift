@@ -1,6 +1,7 @@
 import Foundation
 import SesameDevServer
 import SesameJOSE
+import SesameLoopback
 
 #if canImport(Glibc)
     import Glibc
@@ -160,15 +161,15 @@ enum ServerBenchmark {
     private static func wrkRate(port: Int, path: String, bearer: String, connections: Int, seconds: Double)
         -> Double?
     {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
         process.arguments = [
             "-t2", "-c\(connections)", "-d\(max(1, Int(seconds)))s", "-H", "Authorization: Bearer \(bearer)",
             "http://127.0.0.1:\(port)\(path)",
         ]
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = .pipe(output)
+        process.standardError = .null
         guard (try? process.run()) != nil else { return nil }
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -144,11 +144,11 @@ enum SessionBenchmark {
         let (server, base) = try startServer { $0.faults = try FaultPlan(spec: "GET /me:latency=2s") }
         defer { server.stop() }
         func workerCPU(_ transport: String) throws -> Double {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             process.arguments = ["wait-worker", transport, base.appendingPathComponent("me").absoluteString]
             let output = Pipe()
-            process.standardOutput = output
+            process.standardOutput = .pipe(output)
             try process.run()
             let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
@@ -199,12 +199,12 @@ enum SessionBenchmark {
         try await session.signIn(with: try await provider.register(email: "procs@example.com", password: "bench-pw"))
 
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let workers = try (0..<processes).map { _ -> (Process, Pipe) in
-            let process = Process()
+        let workers = try (0..<processes).map { _ -> (ChildProcess, Pipe) in
+            let process = ChildProcess()
             process.executableURL = executable
             process.arguments = ["session-worker", base.absoluteString, directory.path, String(seconds)]
             let output = Pipe()
-            process.standardOutput = output
+            process.standardOutput = .pipe(output)
             try process.run()
             return (process, output)
         }

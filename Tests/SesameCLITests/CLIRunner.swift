@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 /// Runs the built `sesame` binary and captures what it prints.
@@ -26,7 +27,7 @@ enum CLIRunner {
     static func run(
         executable: URL = binary, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
     ) throws -> CLIResult {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = arguments
         if !environment.isEmpty {
@@ -35,9 +36,9 @@ enum CLIRunner {
         let output = Pipe()
         let error = Pipe()
         let input = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = input
+        process.standardOutput = .pipe(output)
+        process.standardError = .pipe(error)
+        process.standardInput = .pipe(input)
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
@@ -56,16 +57,16 @@ enum CLIRunner {
     /// This is real OS-level concurrency, not limited by the test's thread pool. Outputs must stay small (they
     /// wait in the pipes until the end).
     static func runConcurrently(_ runs: [[String]], environment: [String: String] = [:]) throws -> [CLIResult] {
-        let started = try runs.map { arguments -> (Process, Pipe, Pipe) in
-            let process = Process()
+        let started = try runs.map { arguments -> (ChildProcess, Pipe, Pipe) in
+            let process = ChildProcess()
             process.executableURL = binary
             process.arguments = arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
             let output = Pipe()
             let error = Pipe()
-            process.standardOutput = output
-            process.standardError = error
-            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = .pipe(output)
+            process.standardError = .pipe(error)
+            process.standardInput = .null
             try process.run()
             return (process, output, error)
         }

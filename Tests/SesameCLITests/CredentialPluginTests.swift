@@ -123,7 +123,7 @@ import Testing
         defer { workspace.stop() }
         try workspace.signIn([])
         // A stand-in API server over TLS (kubectl runs exec plugins only for TLS), logging what it is sent.
-        let api = Process()
+        let api = ChildProcess()
         api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         api.arguments = [
             "python3", OIDCLoginCommandTests.root.appendingPathComponent("Tests/Interop/fake_kube_api.py").path,
@@ -131,8 +131,8 @@ import Testing
         ]
         let apiOutput = Pipe()
         let apiInput = Pipe()
-        api.standardOutput = apiOutput
-        api.standardInput = apiInput
+        api.standardOutput = .pipe(apiOutput)
+        api.standardInput = .pipe(apiInput)
         try api.run()
         defer {
             try? apiInput.fileHandleForWriting.close()

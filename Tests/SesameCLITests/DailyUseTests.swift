@@ -257,7 +257,7 @@ import Testing
         #expect(try String(contentsOf: key, encoding: .utf8).contains("\"d\""))
         // `> file` redirection: the shell creates the file 0644; the command makes it 0600 before writing.
         let redirected = home.appendingPathComponent("redirected.json")
-        let shell = Process()
+        let shell = ChildProcess()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
         shell.arguments = ["-c", "umask 022; '\(CLIRunner.binary.path)' jwk generate > '\(redirected.path)'"]
         try shell.run()

@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 /// Help everywhere, generated from one table: `--help`, `-h` and `help CMD` for every command, compared with the
@@ -111,21 +112,21 @@ import Testing
                 "sesame-\(UUID().uuidString).\(shell)")
             defer { try? FileManager.default.removeItem(at: file) }
             try script.stdout.write(to: file, atomically: false, encoding: .utf8)
-            let check = Process()
+            let check = ChildProcess()
             check.executableURL = URL(fileURLWithPath: interpreter)
             check.arguments = ["-n", file.path]
             try check.run()
             check.waitUntilExit()
             #expect(check.terminationStatus == 0, "\(shell) -n rejects the script")
             if shell == "fish" {
-                let offered = Process()
+                let offered = ChildProcess()
                 offered.executableURL = URL(fileURLWithPath: interpreter)
                 offered.arguments = [
                     "--no-config", "-c",
                     "source \(file.path); complete -C 'sesame tok'; complete -C 'sesame token --f'",
                 ]
                 let output = Pipe()
-                offered.standardOutput = output
+                offered.standardOutput = .pipe(output)
                 try offered.run()
                 let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 offered.waitUntilExit()
@@ -142,11 +143,11 @@ import Testing
                 COMP_WORDS=(sesame jwt v); COMP_CWORD=2; _sesame; echo "${COMPREPLY[@]}"
                 COMP_WORDS=(sesame login --store ""); COMP_CWORD=3; _sesame; echo "${COMPREPLY[@]}"
                 """
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = ["-c", probe]
             let output = Pipe()
-            process.standardOutput = output
+            process.standardOutput = .pipe(output)
             try process.run()
             let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .split(separator: "\n", omittingEmptySubsequences: false)

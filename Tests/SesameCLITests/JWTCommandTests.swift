@@ -1,5 +1,6 @@
 import Foundation
 import SesameJOSE
+import SesameLoopback
 import Testing
 
 /// `sesame jwt …`, `sesame jwk generate` and `sesame demo`, run as a user would run them.
@@ -110,7 +111,7 @@ import Testing
     @Test("The JWKS may come from an http URL (a real one-shot server on loopback)")
     func jwksFromURL() throws {
         let token = try sign(#"{"sub":"carol","exp":1700000600}"#)
-        let server = Process()
+        let server = ChildProcess()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = [
             "python3", "-c",
@@ -127,7 +128,7 @@ import Testing
             directory.path,
         ]
         let output = Pipe()
-        server.standardOutput = output
+        server.standardOutput = .pipe(output)
         try server.run()
         defer { server.terminate() }
         var portText = ""

@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 /// The real Linux keyring: a private D-Bus session bus with gnome-keyring-daemon (Debian `dbus`, `gnome-keyring`),
@@ -53,11 +54,11 @@ import Testing
             kill $(cat bus.pid) 2>/dev/null
             exit $status
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = .null
+        process.standardError = .null
         try process.run()
         process.waitUntilExit()
         return (process.terminationStatus, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")

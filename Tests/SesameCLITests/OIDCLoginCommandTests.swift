@@ -1,5 +1,6 @@
 import Foundation
 import SesameJOSE
+import SesameLoopback
 import SesameTestSupport
 import Testing
 
@@ -8,16 +9,16 @@ import Testing
 @Suite struct OIDCLoginCommandTests {
     /// A `sesame login …` running in the background, whose stderr is read line by line.
     final class BackgroundLogin {
-        let process = Process()
+        let process = ChildProcess()
         let errors = Pipe()
 
         init(_ arguments: [String], environment: [String: String]) throws {
             process.executableURL = CLIRunner.binary
             process.arguments = arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-            process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
+            process.standardError = .pipe(errors)
+            process.standardOutput = .null
+            process.standardInput = .null
             try process.run()
         }
 
@@ -226,7 +227,7 @@ import Testing
         let (login, url) = try workspace.startLogin(["--no-browser"])
         let artifacts = Self.root.appendingPathComponent(".build/test-artifacts")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
-        let python = Process()
+        let python = ChildProcess()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = [
             "python3", Self.root.appendingPathComponent("Tests/Interop/complete_signin.py").path, url,
@@ -234,8 +235,8 @@ import Testing
         ]
         let output = Pipe()
         let errors = Pipe()
-        python.standardOutput = output
-        python.standardError = errors
+        python.standardOutput = .pipe(output)
+        python.standardError = .pipe(errors)
         try python.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

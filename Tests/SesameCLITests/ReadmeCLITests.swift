@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 /// Runs the docs' CLI walk-throughs (the articles "Command line and Linux" and "Running the dev server") exactly as
@@ -25,7 +26,7 @@ import Testing
             alias sesame='\(CLIRunner.binary.path)'
             \(block)
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         // Aliases work in scripts only with expand_aliases, as they do in the interactive shell a reader uses.
         process.arguments = ["-O", "expand_aliases", "-c", script]
@@ -36,8 +37,8 @@ import Testing
         process.environment = environment
         let output = Pipe()
         let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+        process.standardOutput = .pipe(output)
+        process.standardError = .pipe(errors)
         try process.run()
         let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -1,5 +1,6 @@
 import Foundation
 import SesameJOSE
+import SesameLoopback
 import SesameTestSupport
 import Testing
 
@@ -71,7 +72,7 @@ extension ServeCommandTests {
         let login = try await HTTPTestClient(base: server.base).send(
             "POST", "/login", json: ["email": "alice@example.com", "password": "correct-horse"])
         #expect(login.status == 200)
-        #expect(!server.process.arguments!.joined(separator: " ").contains("correct-horse"))
+        #expect(!server.process.arguments.joined(separator: " ").contains("correct-horse"))
         try Data("secret-without-colon\n".utf8).write(to: file)
         let bad = try CLIRunner.run(["serve", "--port", "0", "--users-file", file.path])
         #expect(bad.status == 2 && !bad.stderr.contains("secret-without-colon"), "\(bad.stderr)")

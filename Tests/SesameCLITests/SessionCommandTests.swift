@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import SesameTestSupport
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// `sesame serve` as a subprocess, stopped with SIGINT when the test ends.
 final class ServeProcess {
-    let process = Process()
+    let process = ChildProcess()
     let base: URL
 
     /// Starts `sesame serve` on an ephemeral port; its stderr (the request log) goes to `log` when given.
@@ -16,12 +17,12 @@ final class ServeProcess {
         process.executableURL = CLIRunner.binary
         process.arguments = ["serve", "--port", "0", "--password-iterations", "1000"] + extra
         let output = Pipe()
-        process.standardOutput = output
+        process.standardOutput = .pipe(output)
         if let log {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: log)
+            process.standardError = .file(try FileHandle(forWritingTo: log))
         } else {
-            process.standardError = FileHandle.nullDevice
+            process.standardError = .null
         }
         try process.run()
         let line = output.fileHandleForReading.readLineUnbuffered()
@@ -129,12 +130,12 @@ struct WaitingCostTests {
         #expect(register.status == 0, "\(register.stderr)")
         // bash's `times` prints the CPU time of the shell's finished children: exactly the one `sesame` run.
         let script = "'\(CLIRunner.binary.path)' request --store file /me >/dev/null || exit 9; times"
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", script]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let output = Pipe()
-        process.standardOutput = output
+        process.standardOutput = .pipe(output)
         let started = ContinuousClock.now
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()

@@ -44,13 +44,13 @@ import Testing
 
     /// Runs python3 with `arguments`, killing it after `timeout` seconds.
     static func runPython(_ arguments: [String], timeout: TimeInterval = 120) throws -> Run {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments
         let output = Pipe()
         let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+        process.standardOutput = .pipe(output)
+        process.standardError = .pipe(errors)
         try process.run()
         let killer = DispatchWorkItem { process.terminate() }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameJOSE
+import SesameLoopback
 import SesameTestSupport
 import Testing
 
@@ -23,7 +24,7 @@ import Testing
 
     /// Glewlwyd running for one test.
     final class Provider {
-        let process = Process()
+        let process = ChildProcess()
         let folder: URL
         let issuer: URL
 
@@ -43,9 +44,9 @@ import Testing
                 String(try Self.freePort()), folder.path,
             ]
             let output = Pipe()
-            process.standardOutput = output
+            process.standardOutput = .pipe(output)
             let errors = Pipe()
-            process.standardError = errors
+            process.standardError = .pipe(errors)
             try process.run()
             let line = output.fileHandleForReading.readLineUnbuffered()
             guard line.hasPrefix("READY "),

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameJOSE
+import SesameLoopback
 import SesameTestSupport
 import Testing
 
@@ -15,11 +16,11 @@ import Testing
     static let required = ProcessInfo.processInfo.environment["SESAME_REQUIRE_INTEROP"] == "1"
 
     static let available: Bool = {
-        let probe = Process()
+        let probe = ChildProcess()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         probe.arguments = ["python3", "-c", "import django, oauth2_provider"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
+        probe.standardOutput = .null
+        probe.standardError = .null
         let found =
             (try? probe.run()).map {
                 probe.waitUntilExit()
@@ -33,7 +34,7 @@ import Testing
 
     /// django-oauth-toolkit running for one test.
     final class Provider {
-        let process = Process()
+        let process = ChildProcess()
         let folder: URL
         let issuer: URL
 
@@ -46,8 +47,8 @@ import Testing
                 folder.appendingPathComponent("dot.sqlite").path, "0",
             ]
             let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            process.standardOutput = .pipe(output)
+            process.standardError = .null
             try process.run()
             let line = output.fileHandleForReading.readLineUnbuffered()
             guard line.hasPrefix("ready "),

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameJOSE
+import SesameLoopback
 import Testing
 
 #if canImport(Glibc)
@@ -47,11 +48,11 @@ final class Tmpfs {
     }
 
     static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = .null
+        process.standardError = .null
         guard (try? process.run()) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0

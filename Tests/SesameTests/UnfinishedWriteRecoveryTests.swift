@@ -1,4 +1,5 @@
 import Foundation
+import SesameLoopback
 import Testing
 
 @testable import Sesame
@@ -10,7 +11,7 @@ import Testing
 
     /// The PID of a process that has exited.
     static func deadPID() throws -> Int32 {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/true")
         try process.run()
         process.waitUntilExit()

@@ -1,7 +1,9 @@
 #ifndef CSESAME_EPOLL_H
 #define CSESAME_EPOLL_H
 
-// epoll(7) for SesameLoopback's event loop on Linux (Swift's Glibc module does not bring <sys/epoll.h>).
+// Linux C for SesameLoopback: epoll(7) for its event loop (Swift's Glibc module does not bring <sys/epoll.h>), and
+// posix_spawn(3) with every inherited descriptor closed (its GNU extensions need _GNU_SOURCE, which Swift's Glibc
+// module is not built with).
 
 /// Watch for reading.
 #define CSESAME_EPOLL_READ 1u
@@ -24,5 +26,16 @@ int csesame_epoll_forget(int epoll, int fd);
 /// Waits up to `timeout` ms; fills `fds` and `events` (CSESAME_EPOLL_* bits) with up to `capacity` entries and
 /// returns how many (0 on timeout or interruption).
 int csesame_epoll_wait(int epoll, int *fds, unsigned *events, int capacity, int timeout);
+
+/// Starts `path` with `argv` and `envp` (both NULL-terminated; `envp` NULL: this process's environment), its
+/// standard input, output and error on `stdio[0]`, `stdio[1]`, `stdio[2]` (-1: this process's), in `directory`
+/// (NULL: this process's), with every other descriptor closed and every signal unblocked and at its default.
+/// Returns 0 and sets `*pid`, or an errno value (ENOSYS where the C library cannot close descriptors in the child).
+int csesame_spawn(const char *path, char *const argv[], char *const envp[], const int stdio[3],
+                  const char *directory, int *pid);
+
+/// Waits for child `pid` to end; sets `*exit_code` (-1 when killed) and `*signal_number` (0 when it exited).
+/// Returns 0 or an errno value.
+int csesame_spawn_wait(int pid, int *exit_code, int *signal_number);
 
 #endif

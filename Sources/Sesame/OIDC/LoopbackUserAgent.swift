@@ -132,11 +132,11 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
                 let opener = "/usr/bin/xdg-open"
             #endif
             guard FileManager.default.isExecutableFile(atPath: opener) else { return failed() }
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: opener)
             process.arguments = [url.absoluteString]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            process.standardOutput = .null
+            process.standardError = .null
             process.terminationHandler = { finished in
                 if finished.terminationStatus != 0 { failed() }
             }

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDevServer
 import SesameJOSE
+import SesameLoopback
 import SesameTesting
 
 /// The steps of `sesame demo`, against one embedded dev server whose clock is the demo's (so "the token expires"
@@ -230,14 +231,14 @@ struct DemoTour {
     /// Starts `count` copies of this executable as `demo --second-process FOLDER` at once; their token prints.
     static func runSecondProcesses(_ count: Int, folder: URL) async throws -> [String] {
         let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-        var processes: [(Process, Pipe)] = []
+        var processes: [(ChildProcess, Pipe)] = []
         for _ in 0..<count {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = executable
             process.arguments = ["demo", "--second-process", folder.path]
             let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
+            process.standardOutput = .pipe(pipe)
+            process.standardError = .null
             try process.run()
             processes.append((process, pipe))
         }
