@@ -4,9 +4,13 @@
 
 #ifdef __linux__
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -14,24 +18,58 @@ extern char **environ;
 #define CSESAME_SPAWN_CAN_CLOSE 1
 #endif
 
+/// Copies each standard-stream source below 3 to a close-on-exec descriptor from 3 up, so that setting up fd 0 in the
+/// child cannot overwrite the source of fd 1 or 2 (a source of 1 for stderr, or /dev/null opened as fd 0 when this
+/// process started with stdin closed). `moved` gets the copies to close afterwards (-1: none).
+static int csesame_lift_sources(const int stdio[3], int sources[3], int moved[3]) {
+    for (int target = 0; target < 3; target++) {
+        sources[target] = stdio[target];
+        moved[target] = -1;
+        if (stdio[target] >= 0 && stdio[target] < 3) {
+            int copy = fcntl(stdio[target], F_DUPFD_CLOEXEC, 3);
+            if (copy < 0) {
+                int error = errno;
+                for (int done = 0; done < target; done++) {
+                    if (moved[done] >= 0) close(moved[done]);
+                }
+                return error;
+            }
+            sources[target] = moved[target] = copy;
+        }
+    }
+    return 0;
+}
+
+static void csesame_close_moved(const int moved[3]) {
+    for (int target = 0; target < 3; target++) {
+        if (moved[target] >= 0) close(moved[target]);
+    }
+}
+
 int csesame_spawn(const char *path, char *const argv[], char *const envp[], const int stdio[3],
                   const char *directory, int *pid) {
 #ifndef CSESAME_SPAWN_CAN_CLOSE
-    (void)path, (void)argv, (void)envp, (void)stdio, (void)directory, (void)pid;
-    return ENOSYS;
+    return csesame_spawn_fork(path, argv, envp, stdio, directory, pid);
 #else
+    int sources[3], moved[3];
+    int status = csesame_lift_sources(stdio, sources, moved);
+    if (status != 0) return status;
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
-    int status = posix_spawn_file_actions_init(&actions);
-    if (status != 0) return status;
+    status = posix_spawn_file_actions_init(&actions);
+    if (status != 0) {
+        csesame_close_moved(moved);
+        return status;
+    }
     status = posix_spawnattr_init(&attributes);
     if (status != 0) {
         posix_spawn_file_actions_destroy(&actions);
+        csesame_close_moved(moved);
         return status;
     }
     // The standard streams first, then everything from 3 up closed: the sources of those dup2s included.
     for (int target = 0; target < 3 && status == 0; target++) {
-        if (stdio[target] >= 0) status = posix_spawn_file_actions_adddup2(&actions, stdio[target], target);
+        if (sources[target] >= 0) status = posix_spawn_file_actions_adddup2(&actions, sources[target], target);
     }
     if (status == 0 && directory != NULL) status = posix_spawn_file_actions_addchdir_np(&actions, directory);
     if (status == 0) status = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
@@ -53,17 +91,104 @@ int csesame_spawn(const char *path, char *const argv[], char *const envp[], cons
     }
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
+    csesame_close_moved(moved);
     return status;
 #endif
 }
 
+int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[], const int stdio[3],
+                       const char *directory, int *pid) {
+    int sources[3], moved[3];
+    int status = csesame_lift_sources(stdio, sources, moved);
+    if (status != 0) return status;
+    // exec's failure comes back through a close-on-exec pipe: nothing read means the exec happened.
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        status = errno;
+        csesame_close_moved(moved);
+        return status;
+    }
+    // From 3 up, like the sources, so that the child's dup2s cannot land on it.
+    for (int end = 0; end < 2; end++) {
+        if (report[end] < 3 && status == 0) {
+            int copy = fcntl(report[end], F_DUPFD_CLOEXEC, 3);
+            status = copy < 0 ? errno : 0;
+            close(report[end]);
+            report[end] = copy;
+        }
+    }
+    if (status != 0) {
+        for (int end = 0; end < 2; end++) {
+            if (report[end] >= 0) close(report[end]);
+        }
+        csesame_close_moved(moved);
+        return status;
+    }
+    // The highest descriptor to close where close_range(2) is missing (Linux before 5.9).
+    struct rlimit limit;
+    long highest = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? (long)limit.rlim_cur : 65536;
+    char *const *environment = envp != NULL ? envp : environ;
+    pid_t child = fork();
+    if (child == 0) {
+        // Only async-signal-safe calls from here: this process may have had other threads.
+        int failure = 0;
+        for (int target = 0; target < 3 && failure == 0; target++) {
+            if (sources[target] >= 0 && dup2(sources[target], target) < 0) failure = errno;
+        }
+        if (failure == 0 && directory != NULL && chdir(directory) != 0) failure = errno;
+        if (failure == 0) {
+            struct sigaction action = {0};
+            action.sa_handler = SIG_DFL;
+            for (int signal = 1; signal < NSIG; signal++) (void)sigaction(signal, &action, NULL);
+            sigset_t none;
+            sigemptyset(&none);
+            (void)sigprocmask(SIG_SETMASK, &none, NULL);
+            int keep = report[1];
+            // Everything from 3 up but the report pipe, which exec closes by itself.
+            if (keep > 3 && syscall(SYS_close_range, 3u, (unsigned)(keep - 1), 0u) != 0) {
+                for (int fd = 3; fd < keep; fd++) (void)close(fd);
+            }
+            if (syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u) != 0) {
+                for (long fd = keep + 1; fd < highest; fd++) (void)close((int)fd);
+            }
+            execve(path, argv, environment);
+            failure = errno;
+        }
+        (void)!write(report[1], &failure, sizeof failure);
+        _exit(127);
+    }
+    status = child < 0 ? errno : 0;
+    close(report[1]);
+    csesame_close_moved(moved);
+    if (status == 0) {
+        int failure = 0;
+        ssize_t got;
+        do { got = read(report[0], &failure, sizeof failure); } while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)sizeof failure) {
+            int ignored;
+            while (waitpid(child, &ignored, 0) < 0 && errno == EINTR) {}
+            status = failure != 0 ? failure : EIO;
+        } else {
+            *pid = child;
+        }
+    }
+    close(report[0]);
+    return status;
+}
+
 int csesame_spawn_wait(int pid, int *exit_code, int *signal_number) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
+    siginfo_t info = {0};
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0) {
         if (errno != EINTR) return errno;
     }
-    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    *signal_number = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int exited = info.si_code == CLD_EXITED;
+    *exit_code = exited ? info.si_status : -1;
+    *signal_number = exited ? 0 : info.si_status;
     return 0;
+}
+
+void csesame_spawn_reap(int pid) {
+    int ignored;
+    while (waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {}
 }
 #endif

@@ -16,9 +16,9 @@ package import Foundation
     /// `/proc/self/fd` by copying 256 bytes of every entry: with over about 1,350 descriptors open, the copy can run
     /// off glibc's directory buffer into an unmapped page and kill the whole process with SIGSEGV (it did, in a test
     /// run whose servers held 1,370 descriptors while a test started `sesame`). Here `posix_spawn(3)` starts the
-    /// child with every descriptor from 3 up closed by the C library (`posix_spawn_file_actions_addclosefrom_np`), so
-    /// nothing is read, and none of this process's sockets or pipes leak into the child. On macOS, where Foundation
-    /// has no such code, it is a thin wrapper over `Process`.
+    /// child with every descriptor from 3 up closed by the C library (`posix_spawn_file_actions_addclosefrom_np`;
+    /// `fork` and `close_range` where the C library lacks it), so nothing is read, and none of this process's sockets
+    /// or pipes leak into the child. On macOS, where Foundation has no such code, it is a thin wrapper over `Process`.
     ///
     /// Configure, then ``run()`` once; a thread waits for the child, so ``terminationHandler`` is called and
     /// ``waitUntilExit()`` returns without anyone polling.
@@ -43,6 +43,15 @@ package import Foundation
             case uncaughtSignal
         }
 
+        /// How a child is started on Linux (tests run both).
+        package enum Method: Sendable {
+            /// `posix_spawn(3)`, where the C library can close descriptors in the child (glibc 2.34 and later);
+            /// `fork` elsewhere.
+            case spawn
+            /// `fork(2)` and `execve(2)`: what C libraries without `posix_spawn_file_actions_addclosefrom_np` get.
+            case fork
+        }
+
         /// The executable (an absolute path: no `PATH` search).
         package var executableURL: URL?
         /// The arguments after the executable's name.
@@ -57,10 +66,15 @@ package import Foundation
         package var standardOutput: Stream = .inherit
         /// The child's standard error.
         package var standardError: Stream = .inherit
-        /// Called once, on the waiting thread, when the child has ended.
+        /// Called once, on the waiting thread, when the child has ended (as it was when ``run()`` was called).
         package var terminationHandler: (@Sendable (ChildProcess) -> Void)?
+        /// How the child is started (Linux; ignored elsewhere).
+        package var method: Method = .spawn
 
+        // The configuration above is the caller's to set before run(), from one thread; what follows is shared
+        // with the waiting thread and read under `condition`.
         private let condition = NSCondition()
+        private var starting = false
         private var pid: Int32 = 0
         private var ended: (status: Int32, reason: TerminationReason)?
 
@@ -92,11 +106,11 @@ package import Foundation
             }
         }
 
-        /// Blocks until the child has ended (at once if it has).
+        /// Blocks until the child has ended; returns at once if it has, or if it never started.
         package func waitUntilExit() {
             condition.lock()
             defer { condition.unlock() }
-            while ended == nil { condition.wait() }
+            while pid != 0, ended == nil { condition.wait() }
         }
 
         /// Sends SIGINT.
@@ -105,7 +119,10 @@ package import Foundation
         /// Sends SIGTERM.
         package func terminate() { send(SIGTERM) }
 
-        /// Sends `signal` while the child runs (never to a reaped process ID, which may be someone else's by then).
+        /// Sends `signal` while the child runs.
+        ///
+        /// Never to a process ID that may have been reused: on Linux the child is reaped only under the same lock,
+        /// after it is marked ended.
         package func send(_ signal: Int32) {
             locked {
                 if pid != 0, ended == nil { _ = kill(pid, signal) }
@@ -119,84 +136,134 @@ package import Foundation
             return body()
         }
 
-        private func finish(status: Int32, reason: TerminationReason) {
-            locked {
-                ended = (status, reason)
-                condition.broadcast()
+        /// Claims the one start, or throws `EBUSY` (started, or being started on another thread).
+        private func claimStart() throws {
+            let claimed = locked {
+                guard !starting, pid == 0 else { return false }
+                starting = true
+                return true
             }
-            terminationHandler?(self)
+            guard claimed else { throw POSIXError(.EBUSY) }
+        }
+
+        /// Records the started child, or frees the start for another try.
+        private func started(_ child: Int32?) {
+            locked {
+                starting = false
+                if let child { pid = child }
+            }
         }
 
         #if canImport(CSesameEpoll)
             /// Starts the child.
             ///
-            /// Throws a POSIX error (`ENOENT`, `EACCES`, …) when it cannot, and once it has run.
+            /// Throws a POSIX error when it cannot: `ENOENT` or `EACCES` for the executable, `EBUSY` once it has
+            /// run, `EBADF` for a stream whose descriptor is closed (a `Pipe` already given to another child, or
+            /// `FileHandle.nullDevice`: use ``Stream/null``), `EINVAL` for a NUL byte in a path, argument or
+            /// environment entry, or an environment name that is empty or holds `=`.
             package func run() throws {
-                guard processIdentifier == 0 else { throw POSIXError(.EBUSY) }
+                try claimStart()
+                var child: Int32?
+                defer { started(child) }
                 guard let path = executableURL?.path else { throw POSIXError(.ENOENT) }
+                let environmentEntries = try environment.map { variables in
+                    try variables.sorted { $0.key < $1.key }.map { name, value in
+                        guard !name.isEmpty, !name.utf8.contains(UInt8(ascii: "=")) else { throw POSIXError(.EINVAL) }
+                        return "\(name)=\(value)"
+                    }
+                }
+                let directory = currentDirectoryURL?.path
+                let strings = [path] + arguments + (environmentEntries ?? []) + (directory.map { [$0] } ?? [])
+                guard strings.allSatisfy({ !$0.utf8.contains(0) }) else { throw POSIXError(.EINVAL) }
+
                 var opened: [Int32] = []  // /dev/null descriptors, closed once the child has its copies
                 defer { for fd in opened { close(fd) } }
                 func descriptor(_ stream: Stream, childReads: Bool) throws -> Int32 {
+                    let fd: Int32
                     switch stream {
                     case .inherit: return -1
                     case .null:
-                        let fd = open("/dev/null", (childReads ? O_RDONLY : O_WRONLY) | O_CLOEXEC)
+                        fd = open("/dev/null", (childReads ? O_RDONLY : O_WRONLY) | O_CLOEXEC)
                         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
                         opened.append(fd)
-                        return fd
                     case .pipe(let pipe):
-                        return childReads
+                        fd =
+                            childReads
                             ? pipe.fileHandleForReading.fileDescriptor : pipe.fileHandleForWriting.fileDescriptor
-                    case .file(let handle): return handle.fileDescriptor
+                    case .file(let handle): fd = handle.fileDescriptor
                     }
+                    // A closed handle reports -1, which the C side would take for "this process's own".
+                    guard fd >= 0 else { throw POSIXError(.EBADF) }
+                    return fd
                 }
                 let stdio = [
                     try descriptor(standardInput, childReads: true), try descriptor(standardOutput, childReads: false),
                     try descriptor(standardError, childReads: false),
                 ]
-                let argv = ([path] + arguments).map { strdup($0) } + [nil]
-                let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-                defer {
-                    for pointer in argv { free(pointer) }
-                    for pointer in envp ?? [] { free(pointer) }
-                }
-                var child: Int32 = 0
+                let argv = try Self.cStrings([path] + arguments)
+                defer { for pointer in argv { free(pointer) } }
+                let envp = try environmentEntries.map(Self.cStrings)
+                defer { for pointer in envp ?? [] { free(pointer) } }
+                let spawn = method == .fork ? csesame_spawn_fork : csesame_spawn
+                var spawned: Int32 = 0
                 let status = stdio.withUnsafeBufferPointer { streams in
                     argv.withUnsafeBufferPointer { argv in
-                        if let envp {
-                            return envp.withUnsafeBufferPointer { envp in
-                                csesame_spawn(
-                                    path, argv.baseAddress, envp.baseAddress, streams.baseAddress,
-                                    currentDirectoryURL?.path, &child)
-                            }
+                        guard let envp else {
+                            return spawn(path, argv.baseAddress, nil, streams.baseAddress, directory, &spawned)
                         }
-                        return csesame_spawn(
-                            path, argv.baseAddress, nil, streams.baseAddress, currentDirectoryURL?.path, &child)
+                        return envp.withUnsafeBufferPointer { envp in
+                            spawn(path, argv.baseAddress, envp.baseAddress, streams.baseAddress, directory, &spawned)
+                        }
                     }
                 }
                 guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO) }
-                locked { pid = child }
+                child = spawned
                 // The child has its copies: this process keeps only its own ends, so reading to the end sees EOF.
                 if case .pipe(let pipe) = standardInput { try? pipe.fileHandleForReading.close() }
                 if case .pipe(let pipe) = standardOutput { try? pipe.fileHandleForWriting.close() }
                 if case .pipe(let pipe) = standardError { try? pipe.fileHandleForWriting.close() }
-                let waiter = Thread { [self, child] in
+                let handler = terminationHandler
+                let waiter = Thread { [self, spawned] in
                     var code: Int32 = 0
                     var signal: Int32 = 0
-                    guard csesame_spawn_wait(child, &code, &signal) == 0 else {
-                        return finish(status: -1, reason: .exit)
+                    let waited = csesame_spawn_wait(spawned, &code, &signal)
+                    // Marked ended, then reaped, under the lock that send(_:) takes: no signal to a reused ID.
+                    locked {
+                        if waited != 0 {
+                            ended = (-1, .exit)  // ECHILD: SIGCHLD ignored, so the kernel reaped it; status unknown
+                        } else {
+                            ended = signal != 0 ? (signal, .uncaughtSignal) : (code, .exit)
+                            csesame_spawn_reap(spawned)
+                        }
+                        condition.broadcast()
                     }
-                    finish(status: signal != 0 ? signal : code, reason: signal != 0 ? .uncaughtSignal : .exit)
+                    handler?(self)
                 }
-                waiter.name = "ChildProcess \(child)"
+                waiter.name = "ChildProcess \(spawned)"
                 waiter.start()
+            }
+
+            /// `strings` as C strings, NULL-terminated; the caller frees them.
+            private static func cStrings(_ strings: [String]) throws -> [UnsafeMutablePointer<CChar>?] {
+                var pointers: [UnsafeMutablePointer<CChar>?] = []
+                for string in strings {
+                    guard let pointer = strdup(string) else {
+                        for pointer in pointers { free(pointer) }
+                        throw POSIXError(.ENOMEM)
+                    }
+                    pointers.append(pointer)
+                }
+                return pointers + [nil]
             }
         #else
             /// Starts the child.
             ///
-            /// Throws when it cannot, and once it has run.
+            /// Throws when it cannot, and `EBUSY` once it has run.
             package func run() throws {
-                guard processIdentifier == 0 else { throw POSIXError(.EBUSY) }
+                try claimStart()
+                var child: Int32?
+                defer { started(child) }
+                guard let executableURL else { throw POSIXError(.ENOENT) }
                 let process = Process()
                 process.executableURL = executableURL
                 process.arguments = arguments
@@ -213,13 +280,19 @@ package import Foundation
                 if let stream = foundation(standardInput) { process.standardInput = stream }
                 if let stream = foundation(standardOutput) { process.standardOutput = stream }
                 if let stream = foundation(standardError) { process.standardError = stream }
-                process.terminationHandler = { [self] ended in
-                    finish(
-                        status: ended.terminationStatus,
-                        reason: ended.terminationReason == .uncaughtSignal ? .uncaughtSignal : .exit)
+                // Foundation reaps the child before this handler: a signal sent in between could reach a reused ID.
+                let handler = terminationHandler
+                process.terminationHandler = { [self] finished in
+                    let reason: TerminationReason =
+                        finished.terminationReason == .uncaughtSignal ? .uncaughtSignal : .exit
+                    locked {
+                        ended = (finished.terminationStatus, reason)
+                        condition.broadcast()
+                    }
+                    handler?(self)
                 }
                 try process.run()
-                locked { pid = process.processIdentifier }
+                child = process.processIdentifier
             }
         #endif
     }

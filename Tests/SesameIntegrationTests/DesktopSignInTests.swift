@@ -3,6 +3,7 @@ import Sesame
 import SesameJOSE
 import SesameTestSupport
 import SesameTesting
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -121,6 +122,16 @@ final class ScratchFolder {
         }
         deadline.cancel()
         #expect(failed, "xdg-open or open failed unseen: the user would wait with no URL")
+    }
+
+    @Test("only an http or https URL reaches the system browser; file:, custom schemes and -options fail at once")
+    func onlyWebURLsOpened() throws {
+        for text in ["file:///etc/passwd", "javascript:alert(1)", "sesame-app://callback", "-x", "https:relative"] {
+            let url = try #require(URL(string: text))
+            let failed = Mutex(false)
+            LoopbackUserAgent.openInSystemBrowser(url) { failed.withLock { $0 = true } }
+            #expect(failed.withLock { $0 }, "\(text) was handed to the opener")
+        }
     }
 
     /// An opener that plays the user: the provider's form, then the browser following the redirect to the agent.

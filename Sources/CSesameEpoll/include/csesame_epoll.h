@@ -30,12 +30,21 @@ int csesame_epoll_wait(int epoll, int *fds, unsigned *events, int capacity, int 
 /// Starts `path` with `argv` and `envp` (both NULL-terminated; `envp` NULL: this process's environment), its
 /// standard input, output and error on `stdio[0]`, `stdio[1]`, `stdio[2]` (-1: this process's), in `directory`
 /// (NULL: this process's), with every other descriptor closed and every signal unblocked and at its default.
-/// Returns 0 and sets `*pid`, or an errno value (ENOSYS where the C library cannot close descriptors in the child).
+/// Returns 0 and sets `*pid`, or an errno value. posix_spawn(3) where the C library can close descriptors in the
+/// child (glibc 2.34 and later), csesame_spawn_fork elsewhere.
 int csesame_spawn(const char *path, char *const argv[], char *const envp[], const int stdio[3],
                   const char *directory, int *pid);
 
-/// Waits for child `pid` to end; sets `*exit_code` (-1 when killed) and `*signal_number` (0 when it exited).
-/// Returns 0 or an errno value.
+/// csesame_spawn by fork(2) and execve(2), for C libraries without posix_spawn_file_actions_addclosefrom_np (musl,
+/// Android's, glibc before 2.34); exec's errno comes back through a close-on-exec pipe.
+int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[], const int stdio[3],
+                       const char *directory, int *pid);
+
+/// Waits for child `pid` to end without reaping it, so its process ID cannot be reused until csesame_spawn_reap;
+/// sets `*exit_code` (-1 when killed) and `*signal_number` (0 when it exited). Returns 0 or an errno value.
 int csesame_spawn_wait(int pid, int *exit_code, int *signal_number);
+
+/// Reaps child `pid` once csesame_spawn_wait has returned.
+void csesame_spawn_reap(int pid);
 
 #endif

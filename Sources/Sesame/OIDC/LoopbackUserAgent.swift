@@ -123,8 +123,12 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
     public func stop() { receiver.stop() }
 
     /// `xdg-open` or `open`; calls `failed` where there is neither, it cannot start, or it exits with an error
-    /// (`xdg-open` on a machine with no desktop does).
+    /// (`xdg-open` on a machine with no desktop does), and for any URL but an `http` or `https` one (an opener
+    /// would also start a `file:` or custom-scheme URL's handler, or read one starting with `-` as an option).
     public static func openInSystemBrowser(_ url: URL, failed: @escaping @Sendable () -> Void = {}) {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+            return failed()
+        }
         #if os(macOS) || os(Linux)
             #if os(macOS)
                 let opener = "/usr/bin/open"
@@ -135,6 +139,7 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
             let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: opener)
             process.arguments = [url.absoluteString]
+            process.standardInput = .null  // a browser it starts may live on: not on this terminal's input
             process.standardOutput = .null
             process.standardError = .null
             process.terminationHandler = { finished in
