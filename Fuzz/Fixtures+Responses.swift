@@ -140,8 +140,10 @@ extension Fixtures {
 
     static let restBase = url("https://api.example/v1")
 
-    /// Every other answer a provider reads: UserInfo (its `sub` checked against the ID token's), revocation, and
-    /// the REST contract's login, refresh, `/me` and logout.
+    /// Every other answer a provider reads.
+    ///
+    /// UserInfo (its `sub` checked against the ID token's), revocation, and the REST contract's login, refresh, `/me`
+    /// and logout. What is taken comes from a success: UserInfo from a 200, tokens and the user from a 2xx.
     static func providerResponse(_ bytes: [UInt8]) {
         let answer = FuzzResponse(bytes)
         let oidc = provider(answer)
@@ -153,8 +155,9 @@ extension Fixtures {
             let described = await attempt { try await oidc.userInfo(for: tokens) }
             trace("userInfo: \(described.map(\.names))")
             if case .success(let claims) = described {
-                // OIDC Core §5.3.2: UserInfo describes the ID token's subject, byte for byte.
+                // OIDC Core §5.3.2: UserInfo describes the ID token's subject, byte for byte, in a 200 answer.
                 require(claims["sub"]?.stringValue == "user-1", "UserInfo of another subject was accepted")
+                require(answer.status == 200, "UserInfo taken from a \(answer.status) answer")
             }
             let revoked = await attempt { try await oidc.signOut(tokens) }
             trace("revocation: \(revoked)")
@@ -164,12 +167,16 @@ extension Fixtures {
             ] {
                 trace("REST tokens: \(signedIn)")
                 guard case .success(let received) = signedIn else { continue }
+                require((200..<300).contains(answer.status), "tokens taken from a \(answer.status) answer")
                 require(RESTAuthProvider.isTokenText(received.accessToken), "an unusable access token was accepted")
                 require(
                     received.refreshToken.map(RESTAuthProvider.isTokenText) ?? true, "an unusable refresh token")
             }
             let user = await attempt { try await rest.me(tokens) }
             trace("me: \(user.map(\.id))")
+            if case .success = user {
+                require((200..<300).contains(answer.status), "a user taken from a \(answer.status) answer")
+            }
             let loggedOut = await attempt { try await rest.signOut(tokens) }
             trace("logout: \(loggedOut)")
         }

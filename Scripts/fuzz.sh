@@ -41,7 +41,13 @@ usage() {
     echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
 }
-known() { printf '%s\n' "${targets[@]}" | grep -qx -- "$1"; }
+# A loop, not `printf | grep -q`: grep leaving at the first match can kill printf with SIGPIPE, which pipefail then
+# reports as "no such target" (it did).
+known() {
+    local target
+    for target in "${targets[@]}"; do [[ "$target" == "$1" ]] && return 0; done
+    return 1
+}
 describe() {
     case "$1" in
     jose) echo "JOSEValue.parse, JWK, JWKSet, JWT.unverified, Base64URL, JWTVerifier.verify (nothing fuzzed verifies; a JSON object is also signed as claims, and what verifies meets the policy)" ;;
