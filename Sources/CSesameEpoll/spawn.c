@@ -144,12 +144,17 @@ int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[],
             sigemptyset(&none);
             (void)sigprocmask(SIG_SETMASK, &none, NULL);
             int keep = report[1];
-            // Everything from 3 up but the report pipe, which exec closes by itself.
-            if (keep > 3 && syscall(SYS_close_range, 3u, (unsigned)(keep - 1), 0u) != 0) {
-                for (int fd = 3; fd < keep; fd++) (void)close(fd);
-            }
-            if (syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u) != 0) {
-                for (long fd = keep + 1; fd < highest; fd++) (void)close((int)fd);
+            // Everything from 3 up but the report pipe, which exec closes by itself: close_range(2) where the
+            // kernel (5.9) and its headers have it, one close(2) per number otherwise.
+            int ranged = 0;
+#ifdef SYS_close_range
+            ranged = (keep == 3 || syscall(SYS_close_range, 3u, (unsigned)(keep - 1), 0u) == 0)
+                     && syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u) == 0;
+#endif
+            if (!ranged) {
+                for (long fd = 3; fd < highest; fd++) {
+                    if (fd != keep) (void)close((int)fd);
+                }
             }
             execve(path, argv, environment);
             failure = errno;
