@@ -1,5 +1,6 @@
-package import Foundation
-
+#if canImport(CSesameEpoll) || os(macOS)
+    package import Foundation
+#endif
 #if canImport(CSesameEpoll)
     import CSesameEpoll
     #if canImport(Glibc)
