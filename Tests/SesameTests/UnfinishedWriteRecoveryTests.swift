@@ -1,4 +1,5 @@
 import Foundation
+import SesameJOSE
 import SesameLoopback
 import Testing
 
@@ -84,5 +85,110 @@ import Testing
         let after = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
         #expect(after == nil)
         #expect(try leftovers().isEmpty)
+    }
+
+    var file: URL { directory.appendingPathComponent("default.json") }
+
+    @Test(
+        "a file that cannot be read for now (a FIFO in its place) costs no write; once it is back, the write is adopted"
+    )
+    func unreadableFileKeepsWrite() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
+        let rotated = try orphan(tokens("rotated", receivedAt: 2000), pid: try Self.deadPID())
+        let kept = directory.appendingPathComponent("kept")
+        try FileManager.default.moveItem(at: file, to: kept)
+        #expect(mkfifo(file.path, 0o600) == 0)
+        await #expect(throws: AuthError.self) {
+            try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        }
+        #expect(FileManager.default.fileExists(atPath: rotated.path))
+        unlink(file.path)
+        try FileManager.default.moveItem(at: kept, to: file)
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-rotated")
+    }
+
+    @Test("an unreadable file is replaced by a complete write made after it; its bytes are kept aside")
+    func replacesCorruptFile() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
+        try Data("{\"format\": 2, \"acc".utf8).write(to: file)
+        _ = try orphan(tokens("rotated", receivedAt: 2000), pid: try Self.deadPID())
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-rotated")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("default.json.corrupt-")
+        }
+        #expect(aside.count == 1)
+        let bytes = try aside.first.map { try Data(contentsOf: directory.appendingPathComponent($0)) }
+        #expect(bytes == Data("{\"format\": 2, \"acc".utf8))
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test("a write a killed process with this process's ID left (every run is PID 1 in a container) is recovered")
+    func samePIDKilledEarlier() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
+        _ = try orphan(tokens("rotated", receivedAt: 2000), pid: getpid())
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-rotated")
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test("a write made before the file was (a reused PID, a clock set back since) never replaces it, whatever it says")
+    func staleWriteRefused() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(
+            TokenSet(accessToken: "access-current", refreshToken: "refresh-current"), profile: "default")
+        let stale = try orphan(tokens("stale", receivedAt: Date().timeIntervalSince1970), pid: try Self.deadPID())
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: stale.path)
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-current")
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test("a sign-out deletes every unfinished write of the profile; a new DPoP key deletes the dead writers' keys")
+    func leftoversDeleted() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("current", receivedAt: 1000), profile: "default")
+        let dead = try Self.deadPID()
+        _ = try orphan(tokens("dead", receivedAt: 2000), pid: dead)
+        _ = try orphan(tokens("live", receivedAt: 3000), pid: getppid())
+        try await store.delete(profile: "default")
+        #expect(try leftovers().isEmpty)
+        let keys = try FileDPoPKeyStore(directory: directory)
+        let killed = directory.appendingPathComponent("default.dpop.jwk.tmp-\(dead)-1")
+        let writing = directory.appendingPathComponent("default.dpop.jwk.tmp-\(getppid())-2")
+        try Data("{}".utf8).write(to: killed)
+        try Data("{}".utf8).write(to: writing)
+        _ = try await keys.createKey(profile: "default", algorithm: .es256)
+        #expect(!FileManager.default.fileExists(atPath: killed.path))
+        #expect(FileManager.default.fileExists(atPath: writing.path))
+        try await keys.deleteKey(profile: "default")
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test("two unreadable files moved aside within one second both keep their bytes")
+    func asideNeverReplaced() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for attempt in ["first", "second"] {
+            try await store.save(tokens("x", receivedAt: 1000), profile: "default")
+            try Data("broken \(attempt)".utf8).write(to: file)
+            await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("default.json.corrupt-")
+        }
+        let contents = try Set(
+            aside.map { String(decoding: try Data(contentsOf: directory.appendingPathComponent($0)), as: UTF8.self) })
+        #expect(contents == ["broken first", "broken second"])
     }
 }

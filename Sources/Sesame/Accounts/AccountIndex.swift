@@ -127,8 +127,7 @@ public struct FileAccountIndexStore: AccountIndexStore {
         do {
             return try JSONDecoder().decode(AccountIndex.self, from: data)
         } catch {
-            let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
-            guard PrivateFile.renameIfSame(url.path, identity: identity, to: aside) else {
+            guard let aside = PrivateFile.moveAside(url.path, identity: identity) else {
                 throw AuthError(.storeCorrupt, "the account index \(url.path) is unreadable; it was left in place")
             }
             throw AuthError(.storeCorrupt, "the account index \(url.path) was unreadable; it was moved to \(aside)")

@@ -73,13 +73,17 @@ public struct FileDPoPKeyStore: DPoPKeyStore {
         }
         try SecureDirectory.prepare(directory)
         try PrivateFile.write(StoredFormat.keyFile(key), to: url)
+        // A key a killed process was writing is never used: its file would only keep a private key on disk.
+        PrivateFile.deleteUnfinishedWrites(of: url, onlyDeadWriters: true)
         return signer
     }
 
-    /// Deletes the profile's key file (nothing when there is none).
+    /// Deletes the profile's key file (nothing when there is none), and any a killed process left half-written.
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
     public func deleteKey(profile: String) async throws {
-        try PrivateFile.delete(try keyFile(profile: profile))
+        let url = try keyFile(profile: profile)
+        PrivateFile.deleteUnfinishedWrites(of: url)
+        try PrivateFile.delete(url)
     }
 }

@@ -70,19 +70,11 @@ public struct FileTokenStore: TokenStore {
         } catch let error as AuthError {
             throw error  // a newer release's file: left exactly as it is
         } catch {
-            let aside = url.appendingPathExtension("corrupt-\(Int(Date().timeIntervalSince1970))")
             // Move aside exactly the file that was read: another process may have replaced it meanwhile.
-            var now = stat()
-            guard lstat(url.path, &now) == 0, UInt64(now.st_dev) == identity.device,
-                UInt64(now.st_ino) == identity.inode
-            else {
-                throw AuthError(.storeUnavailable, "\(url.path) changed while it was read; try again")
-            }
-            guard rename(url.path, aside.path) == 0 else {
+            guard let aside = PrivateFile.moveAside(url.path, identity: identity) else {
                 throw AuthError(.storeCorrupt, "the credentials file \(url.path) is unreadable (left in place)")
             }
-            throw AuthError(
-                .storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside.path)")
+            throw AuthError(.storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
         }
     }
 
@@ -95,19 +87,24 @@ public struct FileTokenStore: TokenStore {
         try PrivateFile.write(try StoredFormat.encode(tokens), to: url)
     }
 
-    /// Deletes the profile's file.
+    /// Deletes the profile's file, and any write of it a killed process left unfinished.
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
     public func delete(profile: String) async throws {
-        try PrivateFile.delete(try fileURL(profile))
+        let url = try fileURL(profile)
+        PrivateFile.deleteUnfinishedWrites(of: url)
+        try PrivateFile.delete(url)
     }
 
     /// Holds the profile's ``ProfileLock`` (in this directory) while `body` runs.
     ///
-    /// First, holding it, it recovers a write that a killed process left unfinished: a complete
-    /// `PROFILE.json.tmp-PID-…` whose writer is dead and whose credentials were received after those of the file
-    /// (which must still exist: a sign-out's deletion is never undone) is renamed over it (a refresh killed between the server's rotation and the rename would otherwise leave the store with
-    /// the spent refresh token); incomplete or older ones are deleted.
+    /// First, holding it, it recovers a write that a killed process left unfinished (a refresh killed between the
+    /// server's rotation and the rename would otherwise leave the store with the spent refresh token): the newest
+    /// complete `PROFILE.json.tmp-PID-…` of a dead writer replaces the file when its credentials were received
+    /// after the file's and it was written after the file was; it also replaces an unreadable file, which is moved
+    /// aside as ``load(profile:)`` would. Incomplete or older ones are deleted; nothing is when a file cannot be
+    /// read for a reason that may pass (I/O, descriptors, a FIFO in its place). After a sign-out deleted the file
+    /// nothing comes back.
     ///
     /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
     public func withExclusiveAccess<Result: Sendable>(
@@ -123,43 +120,70 @@ public struct FileTokenStore: TokenStore {
 
     /// Adopts the newest complete temporary file a dead writer left for `url`, deletes the rest of the dead ones.
     ///
-    /// Runs under the profile's lock, so no live Sesame writer is between its write and its rename.
+    /// Runs under the profile's lock, so no Sesame writer that takes it is between its write and its rename.
     static func recoverUnfinishedWrites(of url: URL) {
-        let folder = url.deletingLastPathComponent()
-        let prefix = url.lastPathComponent + ".tmp-"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-        var newest: (path: String, tokens: TokenSet)?
-        for name in names where name.hasPrefix(prefix) {
-            let path = folder.appendingPathComponent(name).path
-            // Exactly `PROFILE.json.tmp-PID-RANDOM` (digits, a dash, digits): never another profile's files, whose
-            // names may begin the same way. A writer still alive (or a PID we cannot tell) is left alone.
-            let parts = name.dropFirst(prefix.count).split(separator: "-", omittingEmptySubsequences: false)
-            guard parts.count == 2,
-                parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
-                let pid = Int32(parts[0]), pid > 0, pid != getpid()
-            else { continue }
-            if kill(pid, 0) == 0 || errno == EPERM { continue }
-            guard let (data, _) = try? PrivateFile.read(path, limit: 1 << 20),
-                let (tokens, _) = try? StoredFormat.decodeTokens(data, from: path)
-            else {
-                unlink(path)  // cut short before it was complete: nothing to recover
-                continue
+        var newest: (path: String, tokens: TokenSet, modified: Date)?
+        for (path, pid) in PrivateFile.unfinishedWrites(of: url) {
+            // A writer still alive (or a PID we cannot tell) is left alone.
+            if PrivateFile.isAlive(pid) { continue }
+            let tokens: TokenSet
+            do {
+                guard let (data, _) = try PrivateFile.read(path) else { continue }  // gone meanwhile
+                do {
+                    tokens = try StoredFormat.decodeTokens(data, from: path).tokens
+                } catch is AuthError {
+                    continue  // a newer release's write: not ours to judge
+                } catch {
+                    unlink(path)  // cut short before it was complete: nothing to recover
+                    continue
+                }
+            } catch {
+                continue  // unreadable for now (I/O, descriptors, not a regular file of this user): left in place
             }
+            guard let modified = modificationDate(path) else { continue }
             if let current = newest, (current.tokens.receivedAt ?? .distantPast) >= (tokens.receivedAt ?? .distantPast)
             {
                 unlink(path)
             } else {
                 if let current = newest { unlink(current.path) }
-                newest = (path, tokens)
+                newest = (path, tokens, modified)
             }
         }
-        guard let newest else { return }
-        let stored = (try? PrivateFile.read(url.path)).flatMap { $0 }.flatMap {
-            try? StoredFormat.decodeTokens($0.data, from: url.path).tokens
+        guard let newest, let received = newest.tokens.receivedAt else {
+            if let newest { unlink(newest.path) }
+            return
         }
-        // Only a replacement of credentials still there (never a resurrection after a sign-out deleted them), and
-        // only one received after them.
-        guard let received = newest.tokens.receivedAt, let stored, received > (stored.receivedAt ?? .distantPast)
+        let stored: TokenSet
+        do {
+            guard let (data, identity) = try PrivateFile.read(url.path) else {
+                // Signed out (or a first write that never finished): never brought back.
+                unlink(newest.path)
+                return
+            }
+            do {
+                stored = try StoredFormat.decodeTokens(data, from: url.path).tokens
+            } catch is AuthError {
+                return  // a newer release's file: left exactly as it is, and the write with it
+            } catch {
+                // An unreadable file: the complete write made after it replaces it; its bytes are kept aside.
+                guard newest.modified >= (modificationDate(url.path) ?? .distantFuture),
+                    let aside = PrivateFile.moveAside(url.path, identity: identity)
+                else { return }
+                if rename(newest.path, url.path) == 0 {
+                    SesameLog.log(
+                        .info, .session,
+                        "recovered credentials a killed process had written; the unreadable file went to \(public: aside)"
+                    )
+                }
+                return
+            }
+        } catch {
+            return  // the file cannot be read now (I/O, descriptors, a FIFO or link in its place): nothing deleted
+        }
+        // Only credentials received after the file's, in a write made after the file was written: a killed
+        // process's old write (its PID since reused, the clock since set back) never replaces newer credentials.
+        guard received > (stored.receivedAt ?? .distantPast),
+            newest.modified >= (modificationDate(url.path) ?? .distantFuture)
         else {
             unlink(newest.path)
             return
@@ -167,5 +191,9 @@ public struct FileTokenStore: TokenStore {
         if rename(newest.path, url.path) == 0 {
             SesameLog.log(.info, .session, "recovered credentials a killed process had written but not yet renamed")
         }
+    }
+
+    private static func modificationDate(_ path: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
     }
 }

@@ -79,9 +79,14 @@ package enum PrivateFile {
 
     /// Replaces `url` with `data` (0600) atomically, and flushes the folder.
     ///
+    /// The data goes first to `NAME.tmp-PID-RANDOM` beside `url`; a process killed before the rename leaves that
+    /// file behind (see ``unfinishedWrites(of:)``).
+    ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/storeUnavailable``.
     package static func write(_ data: Data, to url: URL) throws {
         let temporary = url.path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        writesInProgress.insert(temporary)
+        defer { writesInProgress.remove(temporary) }
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot write \(url.path)") }
         var ok = data.withUnsafeBytes { buffer -> Bool in
@@ -110,17 +115,80 @@ package enum PrivateFile {
         }
     }
 
-    /// Renames `path` to `target` only if it is still the file `identity` names (another process may have replaced
-    /// it since it was read).
+    /// This process's writes in progress: their temporary files are never taken for a killed writer's.
+    private static let writesInProgress = PathSet()
+
+    /// The temporary files that writes of `url` left unfinished, with their writers' process IDs.
     ///
-    /// - Returns: whether it was renamed.
-    package static func renameIfSame(_ path: String, identity: (device: UInt64, inode: UInt64), to target: String)
-        -> Bool
-    {
+    /// They are `NAME.tmp-PID-RANDOM` beside it (exactly: digits, a dash, digits, so never another file whose name
+    /// begins the same way), and never one of this process's writes in progress. A file whose PID is this process's is a killed process's that had
+    /// the same ID (in a container every run may be PID 1).
+    package static func unfinishedWrites(of url: URL) -> [(path: String, pid: Int32)] {
+        let prefix = url.lastPathComponent + ".tmp-"
+        let folder = url.deletingLastPathComponent().path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        return names.compactMap { name in
+            guard name.hasPrefix(prefix) else { return nil }
+            let parts = name.dropFirst(prefix.count).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2,
+                parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+                let pid = Int32(parts[0]), pid > 0
+            else { return nil }
+            // Spelled as `write(_:to:)` spells it, to compare with the writes in progress.
+            let path = url.path + name.dropFirst(url.lastPathComponent.count)
+            return writesInProgress.contains(path) ? nil : (path, pid)
+        }
+    }
+
+    /// Deletes what writes of `url` left unfinished: by default whoever wrote them (a sign-out: nothing of it may
+    /// come back; a write still going on in another process then fails instead of renaming its file into place);
+    /// with `onlyDeadWriters`, only those of processes that are gone.
+    package static func deleteUnfinishedWrites(of url: URL, onlyDeadWriters: Bool = false) {
+        for (path, pid) in unfinishedWrites(of: url) {
+            if onlyDeadWriters, isAlive(pid) { continue }
+            unlink(path)
+        }
+    }
+
+    /// Whether process `pid` may be running: a process other than this one that exists, or one we cannot tell of.
+    package static func isAlive(_ pid: Int32) -> Bool {
+        pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM)
+    }
+
+    /// Moves `path` aside to `PATH.corrupt-TIMESTAMP` (`-2`, `-3`… when taken: an earlier file moved aside is never
+    /// replaced), only if it is still the file `identity` names.
+    ///
+    /// - Returns: where it went, or nil when it was not moved (replaced meanwhile, or the folder refuses).
+    package static func moveAside(_ path: String, identity: (device: UInt64, inode: UInt64)) -> String? {
+        let base = path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
+        for attempt in 1...100 {
+            let aside = attempt == 1 ? base : base + "-\(attempt)"
+            // link(2) never replaces an existing name; the original goes once the copy of its name is in place.
+            if link(path, aside) == 0 {
+                guard isFile(path, identity), isFile(aside, identity) else {
+                    unlink(aside)
+                    return nil
+                }
+                unlink(path)
+                return aside
+            }
+            if errno == EEXIST { continue }
+            // A file system without hard links: rename, still never over an existing name.
+            guard errno == EPERM || errno == EOPNOTSUPP || errno == EXDEV, !exists(aside), isFile(path, identity)
+            else { return nil }
+            return rename(path, aside) == 0 ? aside : nil
+        }
+        return nil
+    }
+
+    private static func isFile(_ path: String, _ identity: (device: UInt64, inode: UInt64)) -> Bool {
         var now = stat()
-        guard lstat(path, &now) == 0, UInt64(now.st_dev) == identity.device, UInt64(now.st_ino) == identity.inode
-        else { return false }
-        return rename(path, target) == 0
+        return lstat(path, &now) == 0 && UInt64(now.st_dev) == identity.device && UInt64(now.st_ino) == identity.inode
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var now = stat()
+        return lstat(path, &now) == 0 || errno != ENOENT
     }
 
     /// Deletes `url` (no error when it is absent).
@@ -131,4 +199,14 @@ package enum PrivateFile {
             throw AuthError(.storeUnavailable, "cannot delete \(url.path) (\(String(cString: strerror(errno))))")
         }
     }
+}
+
+/// A set of paths shared by threads.
+private final class PathSet: @unchecked Sendable {
+    private let lock = NSLock()
+    private var paths: Set<String> = []
+
+    func insert(_ path: String) { lock.withLock { _ = paths.insert(path) } }
+    func remove(_ path: String) { lock.withLock { _ = paths.remove(path) } }
+    func contains(_ path: String) -> Bool { lock.withLock { paths.contains(path) } }
 }

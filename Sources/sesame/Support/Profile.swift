@@ -216,12 +216,11 @@ struct Profile: Sendable {
             settings.format = Self.settingsFormat
             return settings
         }
-        let aside = url.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
-        let moved = rename(url.path, aside) == 0
+        let aside = PrivateFile.moveAside(url.path, identity: (UInt64(info.st_dev), UInt64(info.st_ino)))
         throw CLIError(
             status: .failure, code: "profile_corrupt",
             message: "the profile file \(url.path) is unreadable"
-                + (moved ? "; it was moved to \(aside) — sign in again" : ""))
+                + (aside.map { "; it was moved to \($0) — sign in again" } ?? ""))
     }
 
     /// The settings of a signed-in profile.
