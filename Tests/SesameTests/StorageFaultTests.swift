@@ -10,7 +10,7 @@ import Testing
 
 /// A small tmpfs of its own, for faults a real file system gives: full, read-only.
 ///
-/// Needs the right to mount (root, as CI runs); elsewhere the tests that need it say so and are skipped.
+/// Needs the right to mount (root, as CI runs); elsewhere the tests that need it are skipped (`canMount`).
 final class Tmpfs {
     let url: URL
 
@@ -58,14 +58,33 @@ final class Tmpfs {
         return process.terminationStatus == 0
     }
 
-    /// One mount, or a visible notice and nil.
-    static func make(kilobytes: Int = 256) -> Tmpfs? {
-        if let tmpfs = Tmpfs(kilobytes: kilobytes) { return tmpfs }
-        print(
-            "◇ NOTICE: cannot mount a tmpfs here (not root, or no mount rights); the disk-full and read-only cases are skipped"
-        )
-        return nil
+    /// Whether this process may mount one (root, as CI runs): the tests that need it are skipped, visibly, if not.
+    static let canMount: Bool = Tmpfs(kilobytes: 16) != nil
+}
+
+/// A folder this user may not write to: mode 0500, or for root, whom mode bits do not stop, the immutable attribute
+/// (`chattr +i`; root only, and the file system must support it).
+enum DeniedFolder {
+    static func deny(_ folder: URL, _ on: Bool) -> Bool {
+        if geteuid() != 0 { return chmod(folder.path, on ? 0o500 : 0o700) == 0 }
+        return Tmpfs.run("/usr/bin/chattr", [on ? "+i" : "-i", folder.path])
     }
+
+    /// Whether ``deny(_:_:)`` works here: a file cannot be made in a denied folder.
+    static let works: Bool = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-deny-\(UUID().uuidString)")
+        guard (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)) != nil else {
+            return false
+        }
+        defer {
+            _ = deny(folder, false)
+            try? FileManager.default.removeItem(at: folder)
+        }
+        guard deny(folder, true) else { return false }
+        let fd = open(folder.appendingPathComponent("probe").path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if fd >= 0 { close(fd) }
+        return fd < 0
+    }()
 }
 
 @Suite(.serialized) struct StorageFaultTests {
@@ -88,10 +107,11 @@ final class Tmpfs {
     }
 
     @Test(
-        "Disk full: saving credentials or a new DPoP key is store_unavailable, the stored ones stay whole, nothing half-written is left, and saving works once there is room"
+        "Disk full: saving credentials or a new DPoP key is store_unavailable, the stored ones stay whole, nothing half-written is left, and saving works once there is room",
+        .enabled(if: Tmpfs.canMount, "needs the right to mount a tmpfs (root, as CI runs)")
     )
     func diskFull() async throws {
-        guard let tmpfs = Tmpfs.make() else { return }
+        let tmpfs = try #require(Tmpfs(kilobytes: 256))
         let folder = tmpfs.url.appendingPathComponent("credentials")
         let store = try FileTokenStore(directory: folder)
         let keys = try FileDPoPKeyStore(directory: folder)
@@ -113,10 +133,11 @@ final class Tmpfs {
     }
 
     @Test(
-        "Read-only file system: saving, deleting and making a key are store_unavailable, what is stored is still read, nothing is deleted, and everything works again read-write"
+        "Read-only file system: saving, deleting and making a key are store_unavailable, what is stored is still read, nothing is deleted, and everything works again read-write",
+        .enabled(if: Tmpfs.canMount, "needs the right to mount a tmpfs (root, as CI runs)")
     )
     func readOnly() async throws {
-        guard let tmpfs = Tmpfs.make() else { return }
+        let tmpfs = try #require(Tmpfs(kilobytes: 256))
         let folder = tmpfs.url.appendingPathComponent("credentials")
         let store = try FileTokenStore(directory: folder)
         let keys = try FileDPoPKeyStore(directory: folder)
@@ -139,27 +160,33 @@ final class Tmpfs {
     }
 
     @Test(
-        "Permission denied (a folder this user may not write): store_unavailable, nothing lost, and it works once the mode is back"
+        "Permission denied (a folder this user may not write): saving, deleting, making or deleting a DPoP key are store_unavailable, nothing is lost, and everything works once the folder is writable again",
+        .enabled(if: DeniedFolder.works, "needs mode bits that stop this user, or chattr +i for root")
     )
     func permissionDenied() async throws {
-        guard geteuid() != 0 else {
-            print("◇ NOTICE: running as root, whom mode bits do not stop; the permission-denied case is skipped")
-            return
-        }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-denied-\(UUID().uuidString)")
         defer {
-            chmod(folder.path, 0o700)
+            _ = DeniedFolder.deny(folder, false)
             try? FileManager.default.removeItem(at: folder)
         }
         let store = try FileTokenStore(directory: folder)
+        let keys = try FileDPoPKeyStore(directory: folder)
         try await store.save(first, profile: "default")
-        chmod(folder.path, 0o500)
+        let key = try await keys.createKey(profile: "default", algorithm: .es256)
+        try #require(DeniedFolder.deny(folder, true))
         await Self.expect(.storeUnavailable, "save denied") { try await store.save(second, profile: "default") }
         await Self.expect(.storeUnavailable, "delete denied") { try await store.delete(profile: "default") }
-        chmod(folder.path, 0o700)
+        await Self.expect(.storeUnavailable, "key denied") {
+            _ = try await keys.createKey(profile: "other", algorithm: .es256)
+        }
+        await Self.expect(.storeUnavailable, "key delete denied") { try await keys.deleteKey(profile: "default") }
         #expect(try await store.load(profile: "default") == first)
+        #expect(try await keys.key(profile: "default")?.thumbprint == key.thumbprint)
+        try #require(DeniedFolder.deny(folder, false))
         try await store.save(second, profile: "default")
         #expect(try await store.load(profile: "default") == second)
+        try await keys.deleteKey(profile: "default")
+        #expect(try await keys.key(profile: "default") == nil)
     }
 
     /// A fresh folder holding `first` and a DPoP key for profile `default`, and the two files' paths.

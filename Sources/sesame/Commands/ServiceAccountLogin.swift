@@ -186,6 +186,9 @@ struct ServiceAccountLogin: Sendable {
         }
         if let secret {
             do {
+                // The folder is the file store's; with the keyring it may be new: made 0700, or refused when
+                // someone else owns it or others can write to it.
+                try SecureDirectory.prepare(profile.credentialsDirectory)
                 try PrivateFile.write(Data(secret.utf8), to: Self.secretURL(profile))
             } catch let error as AuthError {
                 throw CLIError(status: .failure, code: error.code.rawValue, message: error.message)
