@@ -61,14 +61,26 @@ extension Fixtures {
             claims?["iat"]?.doubleValue.map { !($0 > time + 60) } == true, "an ID token issued in the future")
     }
 
+    /// The clock offset a taken token response leaves the provider with (OIDC-06), worked out here rather than read
+    /// from the provider: its `Date` header's distance from now when that is over 5 s and at most a day, else 0.
+    static func expectedClock(_ answer: FuzzResponse) -> TimeInterval {
+        guard let header = answer.headers["Date"], let date = HTTPDate.parse(header, now: now) else { return 0 }
+        let offset = date.timeIntervalSince(now)
+        return abs(offset) > 5 && abs(offset) <= 86400 ? offset : 0
+    }
+
     static func tokenResponse(_ bytes: [UInt8]) {
         // The first byte's top bit turns DPoP on, the next one asks for a step-up (max_age, acr_values) without it
         // (its value modulo 10 picks the status, as in every response target).
         let dpop = (bytes.first ?? 0) & 0x80 != 0
         let stepUp = !dpop && (bytes.first ?? 0) & 0x40 != 0
         let pending = dpop ? dpopPending : stepUp ? stepUpPending : pending
-        let provider = provider(signingIDToken(FuzzResponse(bytes), nonce: pending.nonce), dpop: dpop)
+        let answer = signingIDToken(FuzzResponse(bytes), nonce: pending.nonce)
+        let provider = provider(answer, dpop: dpop)
+        // Only a response taken moves the provider's clock (a refused one, a proxy's page, must not).
+        let learned = expectedClock(answer)
         blocking {
+            var clock: TimeInterval = 0
             var previous = TokenSet(
                 accessToken: "a", tokenType: dpop ? "DPoP" : "Bearer", refreshToken: "r", idToken: idToken,
                 expiresAt: now)
@@ -76,18 +88,21 @@ extension Fixtures {
             let refreshed = await attempt { try await provider.refresh(previous) }
             trace("refresh: \(refreshed)")
             if case .success(let tokens) = refreshed {
-                checkAccepted(tokens, dpop: dpop, clock: provider.clock.withLock { $0 })
+                clock = learned
+                checkAccepted(tokens, dpop: dpop, clock: clock)
                 // OIDC Core §12.2: a refreshed ID token names the same subject.
                 let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
                 require(claims?.subject == "user-1", "a refresh changed the ID token's subject")
             }
+            require(provider.clock.withLock { $0 } == clock, "the provider's clock after a refresh: \(refreshed)")
             // The code exchange, with the request's own state: its ID token carries the request's nonce.
             let exchanged = await attempt {
                 try await provider.completeAuthorization(redirect: codeRedirect(pending), pending: pending)
             }
             trace("code exchange: \(exchanged)")
             if case .success(let tokens) = exchanged {
-                checkAccepted(tokens, dpop: dpop, clock: provider.clock.withLock { $0 })
+                clock = learned
+                checkAccepted(tokens, dpop: dpop, clock: clock)
                 let claims = tokens.idToken.flatMap { try? JWT.unverifiedClaims(of: $0) }
                 require(claims != nil, "a sign-in without an ID token")
                 require(
@@ -96,13 +111,14 @@ extension Fixtures {
                 if stepUp {
                     // OIDC Core §3.1.3.7 (11), (12): a sign-in within max_age (leeway 60 s, on the provider's clock)
                     // and one of the acr values asked for.
-                    let time = now.addingTimeInterval(provider.clock.withLock { $0 }).timeIntervalSince1970
+                    let time = now.addingTimeInterval(clock).timeIntervalSince1970
                     require(
                         claims?["auth_time"]?.doubleValue.map { !(time - $0 > 600 + 60) && !($0 > time + 60) } == true,
                         "a sign-in older than max_age, or in the future, was accepted")
                     require(claims?["acr"]?.stringValue == "mfa", "a weaker acr than asked for was accepted")
                 }
             }
+            require(provider.clock.withLock { $0 } == clock, "the provider's clock after a code exchange: \(exchanged)")
         }
     }
 

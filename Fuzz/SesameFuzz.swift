@@ -48,7 +48,7 @@ private let target: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["SESAME_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
         FileHandle.standardError.write(
-            Data("SESAME_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue))\n".utf8))
+            Data("fuzz harness: SESAME_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue))\n".utf8))
         exit(2)
     }
     // The harness's own folder, and SESAME_HOME in it, before any target runs: nothing reaches the user's files.
@@ -147,14 +147,12 @@ struct FuzzResponse: Sendable {
             return
         }
         var fields: [SesameHTTP.Headers.Field] = []
-        // Lines cut on the byte, a CR before the LF dropped, as a transport hands them over ("\r\n" is one Swift
-        // Character: a split on "\n" would leave both in a value).
+        // Lines cut on the byte LF ("\r\n" is one Swift Character: a split on "\n" would miss it), each read by
+        // the transport's own header-line parser (libcurl hands it one line at a time, its CRLF included).
         for bytes in rest[..<split].split(separator: 0x0A).prefix(16) {
-            let line = String(decoding: bytes.last == 0x0D ? bytes.dropLast() : bytes, as: UTF8.self)
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            // As a transport hands them over: the value without the blanks around it.
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            fields.append(.init(name: String(line[..<colon]), value: value))
+            if let field = SesameHTTP.Headers.Field(line: String(decoding: bytes, as: UTF8.self) + "\n") {
+                fields.append(field)
+            }
         }
         headers = SesameHTTP.Headers(fields)
         body = Data(rest[rest.index(after: split)...])

@@ -21,6 +21,10 @@
 # (seconds). Runs of different targets may go on at once (a new link replaces the binary by rename; a running one
 # keeps its copy); two runs of the same target share its corpus and log, so do not.
 # Each run prints a summary line: fuzz.sh: TARGET: N executions (E/s), cov C, ft F, corpus K inputs, 0 crashes
+# (log: .build/fuzz/TARGET/last.log), and appends a line to .build/fuzz/TARGET/runs.tsv: the time (UTC), the commit
+# (+changes when Sources/ or Fuzz/ differ from it), the harness (the first 12 hex digits of the SHA-256 of
+# Fuzz/*.swift: another harness is another campaign), executions, coverage, features, crashes (0 or 1).
+#   Scripts/fuzz.sh --campaign           each target's runs on the current harness: executions summed, crashes
 # The corpus: .build/fuzz/TARGET/corpus, kept between runs (a run starts from it and the seeds, and adds what found
 # new coverage), gone with .build; CI's clean clone starts from the seeds. A campaign is runs one after another:
 # Scripts/fuzz.sh TARGET 0 10000000 runs to 10 million executions (those include re-reading the corpus at start).
@@ -38,7 +42,7 @@ targets=(jose discovery token-response device-response par-response error-respon
     dpop-proof http-request form stored-files cli-arguments provider-response resource-response credential-helper
     dev-server)
 usage() {
-    echo "usage: Scripts/fuzz.sh --list | --build | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
+    echo "usage: Scripts/fuzz.sh --list | --build | --campaign | TARGET [SECONDS [RUNS]] | all [SECONDS] | --replay TARGET FILE" >&2
     exit 2
 }
 # A loop, not `printf | grep -q`: grep leaving at the first match can kill printf with SIGPIPE, which pipefail then
@@ -76,6 +80,17 @@ case "${1:-}" in
     ;;
 -h | --help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+--campaign)
+    harness=$(cat Fuzz/*.swift | sha256sum | cut -c1-12)
+    echo "fuzz.sh: the campaign on harness $harness (.build/fuzz/TARGET/runs.tsv; other harnesses' runs not counted)"
+    for name in "${targets[@]}"; do
+        file=.build/fuzz/$name/runs.tsv
+        [[ -f "$file" ]] || { printf '%-17s no recorded run\n' "$name"; continue; }
+        awk -F'\t' -v h="$harness" -v n="$name" '$3 == h { e += $4; r++; c += $7; if ($1 > last) last = $1 }
+            END { printf "%-17s %d executions in %d runs, %d crashes%s\n", n, e, r, c, (r ? ", last " last : "") }' "$file"
+    done
     exit 0
     ;;
 "") usage ;;
@@ -158,7 +173,7 @@ seeds() {
         '{"a":"\\u00e9\\ud83d\\ude00","b":[1,2.5e3,true,null]}' '{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}' \
         '{"iss":"https://op.example","sub":"a","aud":["fuzz-client","other"],"azp":"fuzz-client","nonce":"n","exp":1750000100,"nbf":1749999990,"iat":1750000000,"auth_time":1749999000}'
     # Responses: a status byte (an index, modulo 10, into FuzzResponse.statuses: 0 = 200, 1 = 201, 2 = 400, 3 = 401,
-    # 7 = 429), header lines, a NUL, the body.
+    # 4 = 403, 5 = 404, 6 = 429, 7 = 500, 8 = 503, 9 = 302), header lines, a NUL, the body.
     seed discovery "\\x00Content-Type: application/json\\x00$discovery" "\\x00\\x00{\"issuer\":\"https://op.example\"}"
     seed token-response \
         '\x00Content-Type: application/json\nDate: Sun, 15 Jun 2025 15:06:40 GMT\x00{"access_token":"at","token_type":"Bearer","expires_in":300,"refresh_token":"rt","scope":"openid","id_token":"'"$token"'"}' \
@@ -169,7 +184,8 @@ seeds() {
         '\x00\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999000}}' \
         '\xa0\x00{"access_token":"at","token_type":"DPoP","expires_in":60,"refresh_token":"rt2","id_token":{"iss":"https://op.example","sub":"user-1","aud":["fuzz-client"],"azp":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE"}}' \
         '\x84DPoP-Nonce: n-1\x00{"error":"use_dpop_nonce","error_description":"nonce required"}' \
-        '\x46\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999500,"acr":"mfa"}}'
+        '\x46\x00{"access_token":"at","token_type":"Bearer","id_token":{"iss":"https://op.example","sub":"user-1","aud":"fuzz-client","exp":1750003600,"iat":1750000000,"nonce":"NONCE","auth_time":1749999500,"acr":"mfa"}}' \
+        '\x00Date: Sun, 15\xe0\xb5\x8a\xff 202550 :16:40 GMT\x00{"access_token":"at","token_type":"Bearer"}'
     seed device-response \
         '\x00\x00{"device_code":"dc","user_code":"WDJB-MJHT","verification_uri":"https://op.example/device","verification_uri_complete":"https://op.example/device?user_code=WDJB-MJHT","expires_in":600,"interval":5}' \
         '\x02\x00{"error":"invalid_client"}'
@@ -177,7 +193,7 @@ seeds() {
         '\x02\x00{"error":"invalid_request"}'
     seed error-response '\x02\x00{"error":"invalid_grant","error_description":"expired","error_uri":"https://op.example/e"}' \
         '\x03WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="mfa", max_age=300\x00' \
-        '\x07Retry-After: Sun, 06 Nov 1994 08:49:37 GMT\x00' '\x07\x00<html>captive portal</html>' '\x02\x00{"error":"Bad Request"}'
+        '\x06Retry-After: Sun, 06 Nov 1994 08:49:37 GMT\x00' '\x00\x00<html>captive portal</html>' '\x02\x00{"error":"Bad Request"}'
     seed www-authenticate 'DPoP error="use_dpop_nonce", error_description="Resource server requires nonce in DPoP proof", algs="ES256 EdDSA"' \
         'Bearer realm="example", error="insufficient_user_authentication", acr_values="urn:mace:incommon:iap:silver", max_age=300, Basic realm="x"' \
         'Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"'
@@ -265,6 +281,8 @@ run() {
     inputs=$(find "$corpus" -type f | wc -l)
     cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
     ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$commit" "$harness" "$runs" "$cov" "$ft" \
+        "$((status != 0))" >> "$out/$name/runs.tsv"
     if [[ $status -ne 0 ]]; then
         tail -40 "$log"
         local unit
@@ -278,6 +296,9 @@ run() {
 
 build
 seeds
+harness=$(cat Fuzz/*.swift | sha256sum | cut -c1-12)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+git diff --quiet HEAD -- Sources Fuzz 2>/dev/null || commit+=+changes
 case "$target" in
 --build) exit 0 ;;
 --replay)

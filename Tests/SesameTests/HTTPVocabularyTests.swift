@@ -268,3 +268,19 @@ import Testing
         }
     }
 }
+
+@Suite struct HeaderLineTests {
+    @Test(
+        "A received header line: the name up to the first byte ':', even before a combining mark; the value trimmed of blanks and CRLF"
+    )
+    func lines() throws {
+        let plain = try #require(SesameHTTP.Headers.Field(line: "Date:  Tue, 01 Dec 2026 10:00:00 GMT \r\n"))
+        #expect(plain.name == "Date" && plain.value == "Tue, 01 Dec 2026 10:00:00 GMT")
+        // ":" + U+0301 is one Character: a Character search finds no colon here, or a later one.
+        let marked = try #require(SesameHTTP.Headers.Field(line: "DPoP-Nonce:\u{301}n: v\r\n"))
+        #expect(marked.name == "DPoP-Nonce" && marked.value == "\u{301}n: v")
+        #expect(SesameHTTP.Headers.Field(line: "no colon at all\r\n") == nil)
+        let empty = try #require(SesameHTTP.Headers.Field(line: "X-Empty:\r\n"))
+        #expect(empty.name == "X-Empty" && empty.value.isEmpty)
+    }
+}

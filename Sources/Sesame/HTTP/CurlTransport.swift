@@ -162,11 +162,7 @@
                 headers = []
                 return
             }
-            // The byte `:`, not the Character: `:` followed by a combining mark is one Character.
-            guard let colon = line.utf8.firstIndex(of: UInt8(ascii: ":")) else { return }
-            let name = String(line[..<colon])
-            let value = line[line.utf8.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-            headers.append(.init(name: name, value: value))
+            if let field = SesameHTTP.Headers.Field(line: line) { headers.append(field) }
         }
 
         func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -24,6 +24,15 @@ public enum SesameHTTP {
                 self.name = name
                 self.value = value
             }
+
+            /// The field of one received header line (`Name: value`, its line ending included or not): the name
+            /// up to the first byte `:` (not Character: `:` followed by a combining mark is one Character), the
+            /// value after it without the blanks and line breaks around it; nil without a `:`.
+            package init?(line: String) {
+                guard let colon = line.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+                name = String(line[..<colon])
+                value = line[line.utf8.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            }
         }
 
         /// The fields, in order.
