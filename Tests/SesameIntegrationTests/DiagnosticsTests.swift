@@ -101,6 +101,8 @@ import Testing
             if let d = serviceKey.jsonValue(includingPrivate: true)["d"]?.stringValue { secrets.append(d) }
             describe(account)
             describe(legacy)
+            describe(IDTokenValidator.Expectations(nonce: "a-nonce-of-the-flow", accessToken: secrets[1]))
+            secrets.append("a-nonce-of-the-flow")
             // The code flow by hand: the code and the verifier are secrets too.
             let plain = try await oidc.provider()
             let pending = try await plain.authorizationRequest()

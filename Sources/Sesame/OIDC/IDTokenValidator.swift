@@ -96,7 +96,9 @@ public struct IDTokenValidator: Sendable {
     }
 
     /// What to expect of one ID token.
-    public struct Expectations: Sendable {
+    ///
+    /// Its `description` and mirror never show the access token or the nonce.
+    public struct Expectations: Sendable, CustomStringConvertible, CustomReflectable {
         /// The `nonce` sent with the authorization request (nil after a refresh: then it need not be present).
         public var nonce: String?
         /// The access token issued with it, to check `at_hash` when present.
@@ -122,6 +124,26 @@ public struct IDTokenValidator: Sendable {
             self.maxAge = maxAge
             self.original = original
             self.acrValues = acrValues
+        }
+
+        /// Which checks apply; never the access token or the nonce.
+        public var description: String {
+            "Expectations(nonce: \(nonce == nil ? "none" : "<redacted>"), accessToken: "
+                + "\(accessToken == nil ? "none" : "<redacted>"), maxAge: \(maxAge.map { "\($0)" } ?? "none"), "
+                + "original: \(original == nil ? "none" : "present"), acrValues: \(acrValues ?? []), "
+                + "subject: \(subject.map { PrintableText.sanitized($0, limit: 200) } ?? "none"))"
+        }
+
+        /// A mirror without the access token or the nonce.
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: [
+                    "nonce": nonce == nil ? "none" : "<redacted>",
+                    "accessToken": accessToken == nil ? "none" : "<redacted>", "maxAge": maxAge as Any,
+                    "original": original == nil ? "none" : "present", "acrValues": acrValues as Any,
+                    "subject": subject as Any,
+                ], displayStyle: .struct)
         }
     }
 
