@@ -3,6 +3,10 @@
 
 # Exits 2, with the calling script's header as usage, unless every argument is a whole number.
 require_whole_numbers() {
+    if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+        sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+        exit 0
+    fi
     for value in "$@"; do
         [[ "$value" =~ ^[0-9]+$ ]] && continue
         sed -n '2,/^set /p' "$0" | grep '^#' >&2

@@ -18,7 +18,14 @@ usage() {
     exit 2
 }
 kind="${1:-}"
-case "$kind" in thread | address) ;; *) usage ;; esac
+case "$kind" in
+thread | address) ;;
+-h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+*) usage ;;
+esac
 shift
 filter="SesameTests|SesameIntegrationTests|SesameDevServerTests|SesameLoopbackTests|SesameJOSETests"
 while [[ $# -gt 0 ]]; do
@@ -40,7 +47,7 @@ fi
 log="$scratch/test.log"
 status=0
 # Leaks are not checked: LeakSanitizer takes Swift globals whose pointers sit in enum payloads for leaks.
-SESAME_SANITIZER="$kind" TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=0:suppressions=$PWD/Scripts/asan-suppressions.txt" \
+SESAME_SANITIZER="$kind" TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=0" \
     SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" \
     --filter "$filter" > "$log" 2>&1 || status=$?
 grep -E "Test run with|✘" "$log" | tail -n 20 || true

@@ -2,7 +2,7 @@
 # The one test command (README, .ci/run): installs what the build and the tests need when it is missing
 # (idempotent, quiet when everything is there), builds once with warnings as errors, and runs every test.
 #
-#   Scripts/test.sh                 everything (the two tests that hold 1,000+ sockets after the rest, alone)
+#   Scripts/test.sh                 everything (the two tests that hold 2,000 sockets after the rest, alone)
 #   Scripts/test.sh --filter NAME   only tests whose name matches NAME (swift test --filter)
 #
 # Environment: SESAME_TESTVECTORS (default ../shared/testvectors) is where the Wycheproof files are read from;
