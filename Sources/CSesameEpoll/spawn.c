@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <pthread.h>
 #include <spawn.h>
+#include <string.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -96,8 +99,56 @@ int csesame_spawn(const char *path, char *const argv[], char *const envp[], cons
 #endif
 }
 
+#ifdef SYS_getdents64
+/// In a forked child: closes every descriptor from 3 up but `keep`, as listed by /proc/self/fd (read with
+/// getdents64(2): no allocation, async-signal-safe), listing again after each pass that closed something, so that
+/// nothing is skipped while the directory changes. Returns 0, or -1 when /proc cannot be read.
+static int csesame_close_listed(int keep) {
+    int directory = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory < 0) return -1;
+    int closed_some = 1;
+    while (closed_some) {
+        closed_some = 0;
+        if (lseek(directory, 0, SEEK_SET) != 0) break;
+        _Alignas(8) char buffer[4096];
+        long got;
+        while ((got = syscall(SYS_getdents64, directory, buffer, sizeof buffer)) > 0) {
+            for (long offset = 0; offset < got;) {
+                // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name.
+                unsigned short length;
+                memcpy(&length, buffer + offset + 16, sizeof length);
+                const char *name = buffer + offset + 19;
+                long number = 0;
+                int digits = *name != 0;
+                for (const char *c = name; *c != 0; c++) {
+                    if (*c < '0' || *c > '9' || number > 1L << 30) { digits = 0; break; }
+                    number = number * 10 + (*c - '0');
+                }
+                if (digits && number >= 3 && number != keep && number != directory) {
+                    (void)close((int)number);
+                    closed_some = 1;
+                }
+                if (length == 0) break;
+                offset += length;
+            }
+        }
+        if (got < 0) {
+            close(directory);
+            return -1;
+        }
+    }
+    close(directory);
+    return 0;
+}
+#endif
+
 int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[], const int stdio[3],
                        const char *directory, int *pid) {
+    return csesame_spawn_fork_closing(path, argv, envp, stdio, directory, pid, 0);
+}
+
+int csesame_spawn_fork_closing(const char *path, char *const argv[], char *const envp[], const int stdio[3],
+                               const char *directory, int *pid, int closing) {
     int sources[3], moved[3];
     int status = csesame_lift_sources(stdio, sources, moved);
     if (status != 0) return status;
@@ -128,6 +179,11 @@ int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[],
     struct rlimit limit;
     long highest = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? (long)limit.rlim_cur : 65536;
     char *const *environment = envp != NULL ? envp : environ;
+    // Every signal blocked across fork, so that none runs one of this process's handlers in the child before it has
+    // set them all to their default; the parent's mask comes back after.
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t child = fork();
     if (child == 0) {
         // Only async-signal-safe calls from here: this process may have had other threads.
@@ -145,11 +201,15 @@ int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[],
             (void)sigprocmask(SIG_SETMASK, &none, NULL);
             int keep = report[1];
             // Everything from 3 up but the report pipe, which exec closes by itself: close_range(2) where the
-            // kernel (5.9) and its headers have it, one close(2) per number otherwise.
+            // kernel (5.9) and its headers have it, else those /proc/self/fd lists, else one close(2) per number
+            // up to the open-file limit. `closing` (tests) starts further down that list.
             int ranged = 0;
 #ifdef SYS_close_range
-            ranged = (keep == 3 || syscall(SYS_close_range, 3u, (unsigned)(keep - 1), 0u) == 0)
+            ranged = closing == 0 && (keep == 3 || syscall(SYS_close_range, 3u, (unsigned)(keep - 1), 0u) == 0)
                      && syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u) == 0;
+#endif
+#ifdef SYS_getdents64
+            if (!ranged && closing <= 1) ranged = csesame_close_listed(keep) == 0;
 #endif
             if (!ranged) {
                 for (long fd = 3; fd < highest; fd++) {
@@ -163,6 +223,7 @@ int csesame_spawn_fork(const char *path, char *const argv[], char *const envp[],
         _exit(127);
     }
     status = child < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     close(report[1]);
     csesame_close_moved(moved);
     if (status == 0) {
@@ -195,5 +256,25 @@ int csesame_spawn_wait(int pid, int *exit_code, int *signal_number) {
 void csesame_spawn_reap(int pid) {
     int ignored;
     while (waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {}
+}
+
+int csesame_spawn_pidfd(int pid) {
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);  // pidfd_open sets it; said for older headers' kernels
+    return fd;
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+int csesame_spawn_signal(int pid, int pidfd, int signal_number) {
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0) return syscall(SYS_pidfd_send_signal, pidfd, signal_number, NULL, 0) == 0 ? 0 : errno;
+#else
+    (void)pidfd;
+#endif
+    return kill(pid, signal_number) == 0 ? 0 : errno;
 }
 #endif

@@ -51,6 +51,12 @@
             case spawn
             /// `fork(2)` and `execve(2)`: what C libraries without `posix_spawn_file_actions_addclosefrom_np` get.
             case fork
+            /// `fork`, closing descriptors as it does where the kernel has no `close_range(2)` (before 5.9): by the
+            /// list in `/proc/self/fd` (tests).
+            case forkListingDescriptors
+            /// `fork`, closing descriptors one number at a time up to the open-file limit, as where `/proc` is not
+            /// mounted either (tests).
+            case forkClosingEach
         }
 
         /// The executable (an absolute path: no `PATH` search).
@@ -78,6 +84,8 @@
         private var starting = false
         private var pid: Int32 = 0
         private var ended: (status: Int32, reason: TerminationReason)?
+        /// Linux: a pidfd for the child while it runs (-1: none), so a signal never reaches another process.
+        private var pidfd: Int32 = -1
 
         /// A child that will run `executableURL` with `arguments`.
         package init(_ executableURL: URL? = nil, _ arguments: [String] = []) {
@@ -123,10 +131,16 @@
         /// Sends `signal` while the child runs.
         ///
         /// Never to a process ID that may have been reused: on Linux the child is reaped only under the same lock,
-        /// after it is marked ended.
+        /// after it is marked ended, and the signal goes through a pidfd where the kernel has them (the kernel reaps
+        /// a child itself when this process ignores SIGCHLD).
         package func send(_ signal: Int32) {
             locked {
-                if pid != 0, ended == nil { _ = kill(pid, signal) }
+                guard pid != 0, ended == nil else { return }
+                #if canImport(CSesameEpoll)
+                    _ = csesame_spawn_signal(pid, pidfd, signal)
+                #else
+                    _ = kill(pid, signal)
+                #endif
             }
         }
 
@@ -205,20 +219,36 @@
                 defer { for pointer in argv { free(pointer) } }
                 let envp = try environmentEntries.map(Self.cStrings)
                 defer { for pointer in envp ?? [] { free(pointer) } }
-                let spawn = method == .fork ? csesame_spawn_fork : csesame_spawn
+                let method = method
+                func spawn(
+                    _ argv: UnsafePointer<UnsafeMutablePointer<CChar>?>?,
+                    _ envp: UnsafePointer<UnsafeMutablePointer<CChar>?>?, _ streams: UnsafePointer<Int32>?,
+                    _ pid: inout Int32
+                ) -> Int32 {
+                    switch method {
+                    case .spawn: return csesame_spawn(path, argv, envp, streams, directory, &pid)
+                    case .fork: return csesame_spawn_fork_closing(path, argv, envp, streams, directory, &pid, 0)
+                    case .forkListingDescriptors:
+                        return csesame_spawn_fork_closing(path, argv, envp, streams, directory, &pid, 1)
+                    case .forkClosingEach:
+                        return csesame_spawn_fork_closing(path, argv, envp, streams, directory, &pid, 2)
+                    }
+                }
                 var spawned: Int32 = 0
                 let status = stdio.withUnsafeBufferPointer { streams in
                     argv.withUnsafeBufferPointer { argv in
-                        guard let envp else {
-                            return spawn(path, argv.baseAddress, nil, streams.baseAddress, directory, &spawned)
-                        }
+                        guard let envp else { return spawn(argv.baseAddress, nil, streams.baseAddress, &spawned) }
                         return envp.withUnsafeBufferPointer { envp in
-                            spawn(path, argv.baseAddress, envp.baseAddress, streams.baseAddress, directory, &spawned)
+                            spawn(argv.baseAddress, envp.baseAddress, streams.baseAddress, &spawned)
                         }
                     }
                 }
                 guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO) }
                 child = spawned
+                // Recorded before the waiting thread starts: its handler may run at once and read the ID.
+                let descriptor = csesame_spawn_pidfd(spawned)
+                locked { pidfd = descriptor }
+                started(spawned)
                 // The child has its copies: this process keeps only its own ends, so reading to the end sees EOF.
                 if case .pipe(let pipe) = standardInput { try? pipe.fileHandleForReading.close() }
                 if case .pipe(let pipe) = standardOutput { try? pipe.fileHandleForWriting.close() }
@@ -235,6 +265,10 @@
                         } else {
                             ended = signal != 0 ? (signal, .uncaughtSignal) : (code, .exit)
                             csesame_spawn_reap(spawned)
+                        }
+                        if pidfd >= 0 {
+                            close(pidfd)
+                            pidfd = -1
                         }
                         condition.broadcast()
                     }

@@ -30,8 +30,8 @@ import Testing
         }
 
         @Test(
-            "with 1,400 descriptors open, none of them reaches the child, which gets only its three streams",
-            arguments: [ChildProcess.Method.spawn, .fork])
+            "with 1,400 descriptors open, none of them reaches the child, which gets only its three streams (each way of closing them)",
+            arguments: [ChildProcess.Method.spawn, .fork, .forkListingDescriptors, .forkClosingEach])
         func onlyItsStreams(method: ChildProcess.Method) throws {
             // 1,400 is past where Foundation's Process.run() can crash; raise a soft limit below that if we may.
             var limit = rlimit()
@@ -55,7 +55,7 @@ import Testing
 
         @Test(
             "every signal reaches the child at its default and unblocked, though this process ignores SIGPIPE and blocks SIGUSR2",
-            arguments: [ChildProcess.Method.spawn, .fork])
+            arguments: [ChildProcess.Method.spawn, .fork, .forkListingDescriptors])
         func signalsAtDefault(method: ChildProcess.Method) throws {
             let previous = signal(SIGPIPE, SIG_IGN)
             defer { signal(SIGPIPE, previous) }
@@ -102,6 +102,21 @@ import Testing
             sleeper.interrupt()  // after it ended: nothing is sent (its process ID may be someone else's by now)
             #expect(sleeper.terminationStatus == SIGTERM && calls.load(ordering: .relaxed) == 1)
             #expect(throws: POSIXError(.EBUSY)) { try sleeper.run() }
+
+            // A child that ends at once: its handler already sees its process ID (recorded before the wait began).
+            for _ in 0..<20 {
+                let quick = ChildProcess(URL(fileURLWithPath: "/bin/true"))
+                quick.method = method
+                let seen = Atomic<Int32>(-1)
+                let done = DispatchSemaphore(value: 0)
+                quick.terminationHandler = { ended in
+                    seen.store(ended.processIdentifier, ordering: .relaxed)
+                    done.signal()
+                }
+                try quick.run()
+                #expect(done.wait(timeout: .now() + 30) == .success)
+                #expect(seen.load(ordering: .relaxed) > 0)
+            }
         }
 
         @Test(

@@ -47,4 +47,18 @@ int csesame_spawn_wait(int pid, int *exit_code, int *signal_number);
 /// Reaps child `pid` once csesame_spawn_wait has returned.
 void csesame_spawn_reap(int pid);
 
+/// csesame_spawn_fork with its way of closing descriptors chosen (tests): 0 the best there is (close_range(2), then
+/// a listing of /proc/self/fd, then one close(2) per number up to the open-file limit), 1 from the listing on, 2 one
+/// close per number only.
+int csesame_spawn_fork_closing(const char *path, char *const argv[], char *const envp[], const int stdio[3],
+                               const char *directory, int *pid, int closing);
+
+/// A pidfd (close-on-exec) for child `pid`, taken right after it started; -1 where the kernel (before 5.3) or its
+/// headers have none. With one, a signal reaches that very process even once the kernel reaped it itself (SIGCHLD
+/// ignored) and its ID was reused.
+int csesame_spawn_pidfd(int pid);
+
+/// Sends `signal_number` through `pidfd` when it is one (>= 0), with kill(2) otherwise. Returns 0 or an errno value.
+int csesame_spawn_signal(int pid, int pidfd, int signal_number);
+
 #endif
