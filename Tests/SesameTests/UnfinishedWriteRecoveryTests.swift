@@ -53,6 +53,29 @@ import Testing
         #expect(try leftovers().isEmpty)
     }
 
+    @Test("a plain read that rewrites an older release's file in the current format does not cost a killed write")
+    func migrationKeepsWrite() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("default.json")
+        let old = try Data(contentsOf: StoredFormatMigrationTests.fixtures.appendingPathComponent("default.json"))
+        try old.write(to: file)
+        let spent = try StoredFormat.decodeTokens(old, from: "a 0.2.0 file").tokens
+        let received = try #require(spent.receivedAt).timeIntervalSince1970
+        let write = try orphan(tokens("rotated", receivedAt: received + 1000), pid: try Self.deadPID())
+        // The file, then the killed write, both before this read: a refresh killed just after an upgrade.
+        let attributes = FileManager.default
+        try attributes.setAttributes(
+            [.posixPermissions: 0o600, .modificationDate: Date(timeIntervalSinceNow: -100)], ofItemAtPath: file.path)
+        try attributes.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -50)], ofItemAtPath: write.path)
+        // A plain read takes the lock when it is free to rewrite the file; it must recover the write first, or the
+        // rewrite is newer than the write, which is then refused as stale.
+        #expect(try await store.load(profile: "default")?.refreshToken == spent.refreshToken)
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-rotated")
+        #expect(try leftovers().isEmpty)
+    }
+
     @Test("another profile whose name begins like a temporary file is never taken for one")
     func otherProfilesUntouched() async throws {
         let store = try FileTokenStore(directory: directory)

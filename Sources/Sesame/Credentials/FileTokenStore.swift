@@ -59,7 +59,10 @@ public struct FileTokenStore: TokenStore {
             let (tokens, format) = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
             if format < StoredFormat.tokens {
                 await StoredFormat.migrate(profile: profile, lock: lock) {
-                    // Only the very file that was read, still holding the same bytes.
+                    // Holding the lock, a killed writer's newer credentials first (the rewrite would otherwise
+                    // be newer than them, and they would be refused as stale); then only the very file that was
+                    // read, still holding the same bytes.
+                    Self.recoverUnfinishedWrites(of: url)
                     guard let (now, still) = try PrivateFile.read(url.path), now == data,
                         still.device == identity.device, still.inode == identity.inode
                     else { return }
@@ -165,16 +168,19 @@ public struct FileTokenStore: TokenStore {
             } catch is AuthError {
                 return  // a newer release's file: left exactly as it is, and the write with it
             } catch {
-                // An unreadable file: the complete write made after it replaces it; its bytes are kept aside.
-                guard newest.modified >= (modificationDate(url.path) ?? .distantFuture),
-                    let aside = PrivateFile.moveAside(url.path, identity: identity)
+                // An unreadable file: the complete write made after it replaces it; its bytes are kept aside, by a
+                // second name first, so that no moment leaves the profile without a file (and a kill there, the
+                // next recovery without the file to replace).
+                guard let storedModified = modificationDate(url.path), newest.modified >= storedModified,
+                    let (aside, linked) = PrivateFile.linkAside(url.path, identity: identity)
                 else { return }
-                if rename(newest.path, url.path) == 0 {
-                    SesameLog.log(
-                        .info, .session,
-                        "recovered credentials a killed process had written; the unreadable file went to \(public: aside)"
-                    )
+                guard rename(newest.path, url.path) == 0 else {
+                    if linked { unlink(aside) }  // the file's second name, undone
+                    return
                 }
+                SesameLog.log(
+                    .info, .session,
+                    "recovered credentials a killed process had written; the unreadable file went to \(public: aside)")
                 return
             }
         } catch {
@@ -182,9 +188,8 @@ public struct FileTokenStore: TokenStore {
         }
         // Only credentials received after the file's, in a write made after the file was written: a killed
         // process's old write (its PID since reused, the clock since set back) never replaces newer credentials.
-        guard received > (stored.receivedAt ?? .distantPast),
-            newest.modified >= (modificationDate(url.path) ?? .distantFuture)
-        else {
+        guard let storedModified = modificationDate(url.path) else { return }  // cannot tell now: nothing deleted
+        guard received > (stored.receivedAt ?? .distantPast), newest.modified >= storedModified else {
             unlink(newest.path)
             return
         }

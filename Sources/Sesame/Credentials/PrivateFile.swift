@@ -160,23 +160,34 @@ package enum PrivateFile {
     ///
     /// - Returns: where it went, or nil when it was not moved (replaced meanwhile, or the folder refuses).
     package static func moveAside(_ path: String, identity: (device: UInt64, inode: UInt64)) -> String? {
+        guard let (aside, linked) = linkAside(path, identity: identity) else { return nil }
+        if linked { unlink(path) }  // the original goes once the copy of its name is in place
+        return aside
+    }
+
+    /// Gives `path` a second name, `PATH.corrupt-TIMESTAMP` (`-2`, `-3`… when taken), only if it is still the file
+    /// `identity` names; on a file system without hard links it moves it there instead (`linked` false).
+    ///
+    /// - Returns: the second name, or nil when there is none (replaced meanwhile, or the folder refuses).
+    package static func linkAside(_ path: String, identity: (device: UInt64, inode: UInt64)) -> (
+        aside: String, linked: Bool
+    )? {
         let base = path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
         for attempt in 1...100 {
             let aside = attempt == 1 ? base : base + "-\(attempt)"
-            // link(2) never replaces an existing name; the original goes once the copy of its name is in place.
+            // link(2) never replaces an existing name.
             if link(path, aside) == 0 {
                 guard isFile(path, identity), isFile(aside, identity) else {
                     unlink(aside)
                     return nil
                 }
-                unlink(path)
-                return aside
+                return (aside, true)
             }
             if errno == EEXIST { continue }
             // A file system without hard links: rename, still never over an existing name.
             guard errno == EPERM || errno == EOPNOTSUPP || errno == EXDEV, !exists(aside), isFile(path, identity)
             else { return nil }
-            return rename(path, aside) == 0 ? aside : nil
+            return rename(path, aside) == 0 ? (aside, false) : nil
         }
         return nil
     }
