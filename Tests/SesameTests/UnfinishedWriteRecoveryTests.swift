@@ -76,6 +76,23 @@ import Testing
         #expect(try leftovers().isEmpty)
     }
 
+    @Test("a write older than a minute is adopted even when its PID is in use now (reused, another PID namespace's)")
+    func abandonedUnderLiveNumber() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
+        let write = try orphan(tokens("rotated", receivedAt: 2000), pid: getppid())
+        let file = directory.appendingPathComponent("default.json")
+        let attributes = FileManager.default
+        try attributes.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -300)], ofItemAtPath: file.path)
+        try attributes.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -FileTokenStore.abandonedAfter - 60)],
+            ofItemAtPath: write.path)
+        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        #expect(read?.refreshToken == "refresh-rotated")
+        #expect(try leftovers().isEmpty)
+    }
+
     @Test("another profile whose name begins like a temporary file is never taken for one")
     func otherProfilesUntouched() async throws {
         let store = try FileTokenStore(directory: directory)

@@ -103,11 +103,11 @@ public struct FileTokenStore: TokenStore {
     ///
     /// First, holding it, it recovers a write that a killed process left unfinished (a refresh killed between the
     /// server's rotation and the rename would otherwise leave the store with the spent refresh token): the newest
-    /// complete `PROFILE.json.tmp-PID-…` of a dead writer replaces the file when its credentials were received
-    /// after the file's and it was written after the file was; it also replaces an unreadable file, which is moved
-    /// aside as ``load(profile:)`` would. Incomplete or older ones are deleted; nothing is when a file cannot be
-    /// read for a reason that may pass (I/O, descriptors, a FIFO in its place). After a sign-out deleted the file
-    /// nothing comes back.
+    /// complete `PROFILE.json.tmp-PID-…` of a dead writer (or of any, once over a minute old) replaces the file when
+    /// its credentials were received after the file's and it was written after the file was; it also replaces an
+    /// unreadable file, which is moved aside as ``load(profile:)`` would. Incomplete or older ones are deleted;
+    /// nothing is when a file cannot be read for a reason that may pass (I/O, descriptors, a FIFO in its place).
+    /// After a sign-out deleted the file nothing comes back.
     ///
     /// - Throws: as ``ProfileLock/withLock(profile:_:)``.
     public func withExclusiveAccess<Result: Sendable>(
@@ -127,8 +127,14 @@ public struct FileTokenStore: TokenStore {
     static func recoverUnfinishedWrites(of url: URL) {
         var newest: (path: String, tokens: TokenSet, modified: Date)?
         for (path, pid) in PrivateFile.unfinishedWrites(of: url) {
-            // A writer still alive (or a PID we cannot tell) is left alone.
-            if PrivateFile.isAlive(pid) { continue }
+            // A writer still alive (or a PID we cannot tell) is left alone, unless its write is older than
+            // `abandonedAfter`: no writer takes that long from its write to its rename, so the number is another
+            // process's now (reused, or the writer was in another PID namespace sharing this folder).
+            if PrivateFile.isAlive(pid),
+                !(modificationDate(path).map { Date().timeIntervalSince($0) > abandonedAfter } ?? false)
+            {
+                continue
+            }
             let tokens: TokenSet
             do {
                 guard let (data, _) = try PrivateFile.read(path) else { continue }  // gone meanwhile
@@ -197,6 +203,9 @@ public struct FileTokenStore: TokenStore {
             SesameLog.log(.info, .session, "recovered credentials a killed process had written but not yet renamed")
         }
     }
+
+    /// How old a write whose writer's PID is in use must be to count as abandoned.
+    static let abandonedAfter: TimeInterval = 60
 
     private static func modificationDate(_ path: String) -> Date? {
         (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
