@@ -33,6 +33,17 @@ import Testing
         return url
     }
 
+    /// What an access under the profile's lock reads, after the recovery it runs first.
+    func lockedRead(_ store: FileTokenStore) async throws -> TokenSet? {
+        try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+    }
+
+    /// Dates `url`'s last modification `seconds` ago.
+    func age(_ url: URL, _ seconds: TimeInterval) throws {
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: url.path)
+    }
+
     func leftovers() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
     }
@@ -48,7 +59,7 @@ import Testing
         _ = try orphan(tokens("cut", receivedAt: 3000), pid: dead, bytes: 20)  // killed mid-write
         // A plain read outside the lock changes nothing.
         #expect(try await store.load(profile: "default")?.refreshToken == "refresh-spent")
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
         #expect(try leftovers().isEmpty)
     }
@@ -64,14 +75,13 @@ import Testing
         let received = try #require(spent.receivedAt).timeIntervalSince1970
         let write = try orphan(tokens("rotated", receivedAt: received + 1000), pid: try Self.deadPID())
         // The file, then the killed write, both before this read: a refresh killed just after an upgrade.
-        let attributes = FileManager.default
-        try attributes.setAttributes(
-            [.posixPermissions: 0o600, .modificationDate: Date(timeIntervalSinceNow: -100)], ofItemAtPath: file.path)
-        try attributes.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -50)], ofItemAtPath: write.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        try age(file, 100)
+        try age(write, 50)
         // A plain read takes the lock when it is free to rewrite the file; it must recover the write first, or the
         // rewrite is newer than the write, which is then refused as stale.
         #expect(try await store.load(profile: "default")?.refreshToken == spent.refreshToken)
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
         #expect(try leftovers().isEmpty)
     }
@@ -82,13 +92,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
         let write = try orphan(tokens("rotated", receivedAt: 2000), pid: getppid())
-        let file = directory.appendingPathComponent("default.json")
-        let attributes = FileManager.default
-        try attributes.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -300)], ofItemAtPath: file.path)
-        try attributes.setAttributes(
-            [.modificationDate: Date(timeIntervalSinceNow: -FileTokenStore.abandonedAfter - 60)],
-            ofItemAtPath: write.path)
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        try age(directory.appendingPathComponent("default.json"), 300)
+        try age(write, FileTokenStore.abandonedAfter + 60)
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
         #expect(try leftovers().isEmpty)
     }
@@ -101,7 +107,7 @@ import Testing
         let lookalike = "default.json.tmp-\(dead)-1"
         try await store.save(tokens("alice", receivedAt: 1000), profile: "default")
         try await store.save(tokens("bob", receivedAt: 2000), profile: lookalike)
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-alice")
         #expect(try await store.load(profile: lookalike)?.refreshToken == "refresh-bob")
     }
@@ -114,7 +120,7 @@ import Testing
         let dead = try Self.deadPID()
         let older = try orphan(tokens("older", receivedAt: 1000), pid: dead)
         let live = try orphan(tokens("live", receivedAt: 3000), pid: getppid())
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-current")
         #expect(!FileManager.default.fileExists(atPath: older.path))
         #expect(FileManager.default.fileExists(atPath: live.path))
@@ -122,7 +128,7 @@ import Testing
         // Signed out: a dead writer's newer file is not brought back.
         try await store.delete(profile: "default")
         _ = try orphan(tokens("after-sign-out", receivedAt: 4000), pid: dead)
-        let after = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let after = try await lockedRead(store)
         #expect(after == nil)
         #expect(try leftovers().isEmpty)
     }
@@ -141,12 +147,12 @@ import Testing
         try FileManager.default.moveItem(at: file, to: kept)
         #expect(mkfifo(file.path, 0o600) == 0)
         await #expect(throws: AuthError.self) {
-            try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+            try await lockedRead(store)
         }
         #expect(FileManager.default.fileExists(atPath: rotated.path))
         unlink(file.path)
         try FileManager.default.moveItem(at: kept, to: file)
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
     }
 
@@ -157,7 +163,7 @@ import Testing
         try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
         try Data("{\"format\": 2, \"acc".utf8).write(to: file)
         _ = try orphan(tokens("rotated", receivedAt: 2000), pid: try Self.deadPID())
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
         let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
             $0.hasPrefix("default.json.corrupt-")
@@ -174,7 +180,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
         _ = try orphan(tokens("rotated", receivedAt: 2000), pid: getpid())
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-rotated")
         #expect(try leftovers().isEmpty)
     }
@@ -186,9 +192,8 @@ import Testing
         try await store.save(
             TokenSet(accessToken: "access-current", refreshToken: "refresh-current"), profile: "default")
         let stale = try orphan(tokens("stale", receivedAt: Date().timeIntervalSince1970), pid: try Self.deadPID())
-        try FileManager.default.setAttributes(
-            [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: stale.path)
-        let read = try await store.withExclusiveAccess(profile: "default") { try await store.load(profile: "default") }
+        try age(stale, 3600)
+        let read = try await lockedRead(store)
         #expect(read?.refreshToken == "refresh-current")
         #expect(try leftovers().isEmpty)
     }
