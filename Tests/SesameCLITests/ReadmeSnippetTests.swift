@@ -116,7 +116,9 @@ import Testing
         try Data("import Testing\n".utf8).write(to: app.appendingPathComponent("Tests/MyAppTests/MyAppTests.swift"))
         let result = try CLIRunner.run(
             executable: URL(fileURLWithPath: "/usr/bin/env"),
-            ["swift", "package", "--package-path", app.path, "show-dependencies"])
+            ["swift", "package", "--package-path", app.path, "show-dependencies"],
+            // SwiftPM's lock files go to TMPDIR: this folder, so that none is left in the system's.
+            environment: ["TMPDIR": folder.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("sesame<"), "\(result.stdout)")
     }
