@@ -130,11 +130,9 @@ public struct FileTokenStore: TokenStore {
             // A writer still alive (or a PID we cannot tell) is left alone, unless its write is older than
             // `abandonedAfter`: no writer takes that long from its write to its rename, so the number is another
             // process's now (reused, or the writer was in another PID namespace sharing this folder).
-            if PrivateFile.isAlive(pid),
-                !(modificationDate(path).map { Date().timeIntervalSince($0) > abandonedAfter } ?? false)
-            {
-                continue
-            }
+            let modified = modificationDate(path)
+            let abandoned = modified.map { Date().timeIntervalSince($0) > abandonedAfter } ?? false
+            if PrivateFile.isAlive(pid) && !abandoned { continue }
             let tokens: TokenSet
             do {
                 guard let (data, _) = try PrivateFile.read(path) else { continue }  // gone meanwhile
@@ -149,7 +147,7 @@ public struct FileTokenStore: TokenStore {
             } catch {
                 continue  // unreadable for now (I/O, descriptors, not a regular file of this user): left in place
             }
-            guard let modified = modificationDate(path) else { continue }
+            guard let modified else { continue }
             if let current = newest, (current.tokens.receivedAt ?? .distantPast) >= (tokens.receivedAt ?? .distantPast)
             {
                 unlink(path)
