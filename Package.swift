@@ -103,6 +103,13 @@ let package = Package(
             path: "Benchmarks/sesame-bench",
             swiftSettings: swiftSettings
         ),
+        // A process that uses libcrypto after exit has begun (SesameCLITests' ExitTests run it).
+        .executableTarget(
+            name: "sesame-exit-probe",
+            dependencies: ["Sesame", "SesameJOSE"],
+            path: "Tests/ExitProbe",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SesameJOSETests",
             dependencies: ["SesameJOSE"],
@@ -139,7 +146,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameCLITests",
-            dependencies: ["sesame", "SesameTestSupport", "SesameLoopback", "SesameJOSE", "Sesame"],
+            dependencies: [
+                "sesame", "sesame-exit-probe", "SesameTestSupport", "SesameLoopback", "SesameJOSE", "Sesame",
+            ],
             exclude: ["Snapshots", "Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 #if canImport(CSesameCurl)
     internal import CSesameCurl
     import Foundation
+    import SesameJOSE
 
     /// ``HTTPTransport`` over libcurl's multi interface, for Linux: one engine thread per process that waits in
     /// the kernel (`curl_multi_poll`), so a slow server costs no CPU — unlike FoundationNetworking's `URLSession`,
@@ -60,6 +61,7 @@
                 throw AuthError(.configuration, "only http and https URLs can be sent")
             }
             guard request.hasValidMethod else { throw AuthError(.configuration, "the method is not an HTTP token") }
+            LibCrypto.prepare()  // before libcurl initialises libcrypto with its exit handler
             guard csesame_curl_load() != 0 else {
                 let reason = csesame_curl_load_error().map { String(cString: $0) } ?? "unknown reason"
                 throw AuthError(.transport, "libcurl could not be loaded: \(reason)")

@@ -61,6 +61,7 @@
         // MARK: Import
 
         package convenience init(components: JWK.Components) throws(JOSEError) {
+            LibCrypto.prepare()
             let pkey: OpaquePointer
             switch components {
             case .rsa(let n, let e, let privatePart):

@@ -8,6 +8,7 @@
 
         /// Generates a key pair for an algorithm family and returns it with its JWK components.
         package static func generate(for algorithm: JWSAlgorithm) throws(JOSEError) -> (BackingKey, JWK.Components) {
+            LibCrypto.prepare()
             let type: String
             switch algorithm.family {
             case .rsaPKCS1, .rsaPSS: type = "RSA"
@@ -98,6 +99,7 @@
 
         /// Imports a PEM SubjectPublicKeyInfo or PKCS#8 private key.
         package static func fromPEM(_ pem: String) throws(JOSEError) -> BackingKey {
+            LibCrypto.prepare()
             let bytes = Array(pem.utf8)
             let pkey: OpaquePointer? = bytes.withUnsafeBytes { buffer in
                 guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }

@@ -6,9 +6,16 @@
     package enum OpenSSLDigest {
         private struct Fetched: @unchecked Sendable {
             // Fetched EVP_MD objects are immutable and may be shared between threads.
-            let sha256 = EVP_MD_fetch(nil, "SHA256", nil)
-            let sha384 = EVP_MD_fetch(nil, "SHA384", nil)
-            let sha512 = EVP_MD_fetch(nil, "SHA512", nil)
+            let sha256: OpaquePointer?
+            let sha384: OpaquePointer?
+            let sha512: OpaquePointer?
+
+            init() {
+                LibCrypto.prepare()
+                sha256 = EVP_MD_fetch(nil, "SHA256", nil)
+                sha384 = EVP_MD_fetch(nil, "SHA384", nil)
+                sha512 = EVP_MD_fetch(nil, "SHA512", nil)
+            }
         }
         private static let fetched = Fetched()
 
@@ -49,6 +56,7 @@
         }
 
         package static func hmac(key: [UInt8], message: UnsafeRawBufferPointer, _ hash: JWSAlgorithm.Hash) -> [UInt8] {
+            LibCrypto.prepare()
             var output = [UInt8](repeating: 0, count: 64)
             var length = 0
             let result = key.withUnsafeBytes { keyBuffer in
@@ -76,6 +84,7 @@
         }
 
         package static func randomBytes(_ count: Int) -> [UInt8] {
+            LibCrypto.prepare()
             var bytes = [UInt8](repeating: 0, count: count)
             precondition(RAND_bytes(&bytes, Int32(count)) == 1, "the system random generator failed")
             return bytes
