@@ -174,6 +174,43 @@ import Testing
         #expect(try leftovers().isEmpty)
     }
 
+    @Test("a plain read of an unreadable file recovers a killed write before moving the file aside, and returns it")
+    func plainReadKeepsWrite() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("spent", receivedAt: 1000), profile: "default")
+        try Data("{\"format\": 2, \"acc".utf8).write(to: file)
+        _ = try orphan(tokens("rotated", receivedAt: 2000), pid: try Self.deadPID())
+        // Moved aside first, the file would be missing at the next recovery, which reads that as a sign-out and
+        // deletes the write: the rotated refresh token's only copy.
+        #expect(try await store.load(profile: "default")?.refreshToken == "refresh-rotated")
+        #expect(try await lockedRead(store)?.refreshToken == "refresh-rotated")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("default.json.corrupt-")
+        }
+        #expect(aside.count == 1)
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test("an unreadable file is never moved aside while another holds the lock (its rename could land in between)")
+    func busyLockLeavesFile() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("x", receivedAt: 1000), profile: "default")
+        try Data("broken".utf8).write(to: file)
+        // Another process's refresh holds the lock (its flock, taken here as that process would): it may rename its
+        // new file into place at any moment.
+        let other = open(directory.appendingPathComponent("default.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(other >= 0 && flock(other, LOCK_EX) == 0)
+        let busy = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        #expect(busy?.code == .storeCorrupt && busy?.message.contains("left in place") == true)
+        #expect(try Data(contentsOf: file) == Data("broken".utf8))
+        close(other)
+        let free = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        #expect(free?.message.contains("moved to") == true)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+    }
+
     @Test("a write a killed process with this process's ID left (every run is PID 1 in a container) is recovered")
     func samePIDKilledEarlier() async throws {
         let store = try FileTokenStore(directory: directory)

@@ -49,9 +49,19 @@ public struct FileTokenStore: TokenStore {
 
     /// Reads the profile's file.
     ///
+    /// A file that cannot be decoded is moved aside, holding the profile's lock when it is free, after the
+    /// recovery ``withExclusiveAccess(profile:_:)`` runs: if a killed writer's newer credentials replace it, they
+    /// are returned. While another process (or another task) holds the lock, it is left in place.
+    ///
     /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` (I/O error, a symbolic link, not a regular
-    ///   file, another owner) or ``AuthError/Code/storeCorrupt`` (moved aside; the message names where).
+    ///   file, another owner) or ``AuthError/Code/storeCorrupt`` (the message says whether, and where, the file
+    ///   was moved).
     public func load(profile: String) async throws -> TokenSet? {
+        try await load(profile: profile, settingAside: true)
+    }
+
+    /// `settingAside` false: the file was just replaced under the lock, and is read once more as it is.
+    private func load(profile: String, settingAside: Bool) async throws -> TokenSet? {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
         guard let (data, identity) = try PrivateFile.read(url.path) else { return nil }
@@ -73,12 +83,42 @@ public struct FileTokenStore: TokenStore {
         } catch let error as AuthError {
             throw error  // a newer release's file: left exactly as it is
         } catch {
-            // Move aside exactly the file that was read: another process may have replaced it meanwhile.
-            guard let aside = PrivateFile.moveAside(url.path, identity: identity) else {
+            switch settingAside ? await setAside(url, read: identity, profile: profile) : .left {
+            case .replaced: return try await load(profile: profile, settingAside: false)
+            case .moved(let aside):
+                throw AuthError(
+                    .storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
+            case .left:
                 throw AuthError(.storeCorrupt, "the credentials file \(url.path) is unreadable (left in place)")
             }
-            throw AuthError(.storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
         }
+    }
+
+    /// What became of an unreadable credentials file.
+    private enum Unreadable: Sendable {
+        /// Replaced meanwhile: by a killed writer's recovered credentials, another process's write, or a sign-out.
+        case replaced
+        /// Moved aside, to this path.
+        case moved(String)
+        /// Left where it is: the lock was busy, the folder refused, or the replacement is unreadable too.
+        case left
+    }
+
+    /// Moves aside the unreadable file `read` names, holding the profile's lock if it is free.
+    ///
+    /// Only under the lock: a locked writer renames its file into place, so without it the name checked could be
+    /// that writer's file by the time it is unlinked. And first the recovery of a killed writer's newer complete
+    /// write, which replaces the file: with the file gone, the next recovery would take it for a sign-out and
+    /// delete that write, the only copy of a rotated refresh token. Inside this task's own locked access it goes
+    /// ahead; a lock held elsewhere (another process's refresh) leaves the file for a later read.
+    private func setAside(_ url: URL, read: (device: UInt64, inode: UInt64), profile: String) async -> Unreadable {
+        @Sendable func locked() -> Unreadable {
+            Self.recoverUnfinishedWrites(of: url)
+            guard PrivateFile.isFile(url.path, read) else { return .replaced }
+            return PrivateFile.moveAside(url.path, identity: read).map(Unreadable.moved) ?? .left
+        }
+        if lock.isHeld(profile: profile) { return locked() }  // a refresh reading the store inside its lock
+        return (try? await lock.withLockIfFree(profile: profile, locked)) ?? .left
     }
 
     /// Writes the profile's file atomically with mode 0600.

@@ -192,7 +192,8 @@ package enum PrivateFile {
         return nil
     }
 
-    private static func isFile(_ path: String, _ identity: (device: UInt64, inode: UInt64)) -> Bool {
+    /// Whether `path` names the file `identity` names (false when it names another, or nothing).
+    package static func isFile(_ path: String, _ identity: (device: UInt64, inode: UInt64)) -> Bool {
         var now = stat()
         return lstat(path, &now) == 0 && UInt64(now.st_dev) == identity.device && UInt64(now.st_ino) == identity.inode
     }

@@ -70,7 +70,16 @@ public struct ProfileLock: Sendable {
             pause = min(pause * 2, .milliseconds(20))
         }
         defer { flock(fd, LOCK_UN) }
-        return try await body()
+        return try await Self.$held.withValue(Self.held.union([path])) { try await body() }
+    }
+
+    /// The lock files the current task holds: set while `body` runs, and seen by the child tasks it awaits.
+    @TaskLocal private static var held: Set<String> = []
+
+    /// Whether the current task runs inside ``withLock(profile:_:)`` or ``withLockIfFree(profile:_:)`` of this
+    /// profile's lock (the same file, named the same way).
+    package func isHeld(profile: String) -> Bool {
+        Self.held.contains(directory.appendingPathComponent(profile + ".lock").path)
     }
 
     /// Runs `body` holding the lock of `profile` if it is free right now; else returns nil at once.
@@ -92,7 +101,7 @@ public struct ProfileLock: Sendable {
         defer { close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return nil }
         defer { flock(fd, LOCK_UN) }
-        return try await body()
+        return try await Self.$held.withValue(Self.held.union([path])) { try await body() }
     }
 }
 
