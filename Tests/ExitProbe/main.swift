@@ -4,6 +4,7 @@
 //
 //   sesame-exit-probe jose        libcrypto's first use is SesameJOSE's (a key generated, a token signed)
 //   sesame-exit-probe transport   libcrypto's first use is the HTTP transport's (libcurl initialising TLS)
+//   sesame-exit-probe urlsession  the same through URLSessionTransport (FoundationNetworking's libcurl)
 //
 // The handler is registered before libcrypto's first use, so `exit` runs it after any handler libcrypto registers
 // then (handlers run in the reverse order of their registration).
@@ -26,18 +27,29 @@ atexit {
     _exit(digest == expected && verified == true ? 0 : 3)
 }
 
-switch CommandLine.arguments.dropFirst().first {
+let mode = CommandLine.arguments.dropFirst().first
+switch mode {
 case "jose":
     let key = try JWK.generate(for: .es256)
     _ = try JWS.sign(payload: Array(#"{"sub":"probe"}"#.utf8), key: key, algorithm: .es256)
-case "transport":
+case "transport", "urlsession":
     #if os(Linux)
         // Port 9 (discard) on loopback: nothing listens; the request fails after libcurl has initialised.
         guard let url = URL(string: "http://127.0.0.1:9/") else { _exit(2) }
-        _ = try? await CurlTransport().send(SesameHTTP.Request(method: "GET", url: url, timeout: 5))
+        let transport: any HTTPTransport = mode == "transport" ? CurlTransport() : URLSessionTransport()
+        do {
+            _ = try await transport.send(SesameHTTP.Request(method: "GET", url: url, timeout: 5))
+            _exit(4)  // something answered on port 9
+        } catch let error as AuthError where error.code == .transport && !error.message.contains("could not be loaded")
+        {
+            // refused, as expected: libcurl was loaded and initialised
+        } catch {
+            FileHandle.standardError.write(Data("the request failed otherwise: \(error)\n".utf8))
+            _exit(5)
+        }
     #endif
 default:
-    FileHandle.standardError.write(Data("usage: sesame-exit-probe jose|transport\n".utf8))
+    FileHandle.standardError.write(Data("usage: sesame-exit-probe jose|transport|urlsession\n".utf8))
     _exit(2)
 }
 exit(0)

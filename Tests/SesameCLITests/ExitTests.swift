@@ -8,8 +8,8 @@ import Testing
     static let probe = CLIRunner.binary.deletingLastPathComponent().appendingPathComponent("sesame-exit-probe")
 
     @Test(
-        "libcrypto still works after exit began, whether SesameJOSE or the HTTP transport used it first",
-        arguments: ["jose", "transport"])
+        "libcrypto still works after exit began, whether SesameJOSE, the libcurl or the URLSession transport used it first",
+        arguments: ["jose", "transport", "urlsession"])
     func libcryptoOutlivesExit(firstUse: String) throws {
         let result = try CLIRunner.run(executable: Self.probe, [firstUse])
         #expect(result.status == 0, "status \(result.status): \(result.stderr.suffix(2000))")

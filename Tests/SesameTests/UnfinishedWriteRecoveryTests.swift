@@ -211,6 +211,48 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: file.path))
     }
 
+    @Test("a task created inside a locked access, reading after the lock is released, does not count as holding it")
+    func lateTaskHoldsNothing() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("x", receivedAt: 1000), profile: "default")
+        try Data("broken".utf8).write(to: file)
+        let (go, signal) = AsyncStream<Void>.makeStream()
+        // The task inherits the locked access's task-local; it reads only once the access has ended.
+        let late = try await store.withExclusiveAccess(profile: "default") {
+            Task {
+                for await _ in go { break }
+                return try await store.load(profile: "default")
+            }
+        }
+        // By then another process holds the lock, and may rename its new file into place at any moment.
+        let other = open(directory.appendingPathComponent("default.lock").path, O_RDWR | O_CLOEXEC)
+        #expect(other >= 0 && flock(other, LOCK_EX) == 0)
+        defer { close(other) }
+        signal.yield()
+        signal.finish()
+        let error = await #expect(throws: AuthError.self) { try await late.value }
+        #expect(error?.message.contains("left in place") == true)
+        #expect(try Data(contentsOf: file) == Data("broken".utf8))
+    }
+
+    @Test("a write over an unreadable file left in place keeps its bytes under a second name; a readable one gets none")
+    func writeKeepsUnreadable() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("first", receivedAt: 1000), profile: "default")
+        try await store.save(tokens("second", receivedAt: 2000), profile: "default")
+        try Data("broken".utf8).write(to: file)
+        try await store.save(tokens("signed-in", receivedAt: 3000), profile: "default")
+        #expect(try await store.load(profile: "default")?.refreshToken == "refresh-signed-in")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("default.json.corrupt-")
+        }
+        #expect(aside.count == 1)
+        let bytes = try aside.first.map { try Data(contentsOf: directory.appendingPathComponent($0)) }
+        #expect(bytes == Data("broken".utf8))
+    }
+
     @Test("a write a killed process with this process's ID left (every run is PID 1 in a container) is recovered")
     func samePIDKilledEarlier() async throws {
         let store = try FileTokenStore(directory: directory)

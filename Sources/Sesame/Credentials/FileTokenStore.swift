@@ -15,7 +15,8 @@ public import Foundation
 /// current user and no one else can write to it (others may then see the file names, never read them); the
 /// credentials file is never read through a symbolic link: both are refused with a typed error. An unreadable
 /// file is renamed aside (`PROFILE.json.corrupt-TIMESTAMP`) and reported as ``AuthError/Code/storeCorrupt`` with
-/// that path: never silently deleted. ``withExclusiveAccess(profile:_:)`` holds a ``ProfileLock`` on
+/// that path, or left in place while another process or task holds the profile's lock (a write over it first
+/// gives it that second name): never silently deleted. ``withExclusiveAccess(profile:_:)`` holds a ``ProfileLock`` on
 /// `PROFILE.lock` in the same directory, so processes sharing it refresh one at a time.
 ///
 /// A file an earlier release wrote is read and rewritten in the current format in place; one a newer release
@@ -89,7 +90,10 @@ public struct FileTokenStore: TokenStore {
                 throw AuthError(
                     .storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
             case .left:
-                throw AuthError(.storeCorrupt, "the credentials file \(url.path) is unreadable (left in place)")
+                throw AuthError(
+                    .storeCorrupt,
+                    "the credentials file \(url.path) is unreadable; it was left in place (another process or task "
+                        + "holds the profile's lock, or the folder refused): a later read moves it aside")
             }
         }
     }
@@ -127,7 +131,24 @@ public struct FileTokenStore: TokenStore {
     public func save(_ tokens: TokenSet, profile: String) async throws {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
+        Self.keepUnreadable(url)
         try PrivateFile.write(try StoredFormat.encode(tokens), to: url)
+    }
+
+    /// Gives an unreadable file about to be replaced a second name, `PROFILE.json.corrupt-…`.
+    ///
+    /// So a write never deletes bytes the store could not read (a sign-in over a file ``load(profile:)`` left in
+    /// place). Adding a name is safe without the lock: nothing is unlinked but the name just made, and that only if
+    /// it names another file.
+    private static func keepUnreadable(_ url: URL) {
+        guard let (data, identity) = try? PrivateFile.read(url.path) else { return }
+        do {
+            _ = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
+        } catch is AuthError {
+            return  // a newer release's file: decoded far enough to know it is not corrupt
+        } catch {
+            _ = PrivateFile.linkAside(url.path, identity: identity)
+        }
     }
 
     /// Deletes the profile's file, and any write of it a killed process left unfinished.

@@ -1,4 +1,5 @@
 public import Foundation
+import SesameJOSE
 
 #if canImport(Glibc)
     import Glibc
@@ -69,17 +70,39 @@ public struct ProfileLock: Sendable {
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(20))
         }
-        defer { flock(fd, LOCK_UN) }
-        return try await Self.$held.withValue(Self.held.union([path])) { try await body() }
+        return try await Self.holding(path, fd, body)
     }
 
-    /// The lock files the current task holds: set while `body` runs, and seen by the child tasks it awaits.
-    @TaskLocal private static var held: Set<String> = []
+    /// A lock file held, for as long as ``active``: a task created inside the holder's scope inherits the
+    /// task-local and may run on after the lock is released, when it must not count as holding it.
+    private final class Holding: Sendable {
+        let path: String
+        private let state = LockedValue(true)
+        init(_ path: String) { self.path = path }
+        var active: Bool { state.withLock { $0 } }
+        func release() { state.withLock { $0 = false } }
+    }
+
+    /// The lock files the current task holds: set while `body` runs, seen by the tasks it creates meanwhile.
+    @TaskLocal private static var held: [Holding] = []
+
+    /// Runs `body` as the holder of the flock on `fd` (taken), then releases it.
+    private static func holding<Result: Sendable>(
+        _ path: String, _ fd: Int32, _ body: @Sendable () async throws -> Result
+    ) async throws -> Result {
+        let holding = Holding(path)
+        defer {
+            holding.release()
+            flock(fd, LOCK_UN)
+        }
+        return try await $held.withValue(held + [holding]) { try await body() }
+    }
 
     /// Whether the current task runs inside ``withLock(profile:_:)`` or ``withLockIfFree(profile:_:)`` of this
-    /// profile's lock (the same file, named the same way).
+    /// profile's lock (the same file, named the same way), and that lock is still held.
     package func isHeld(profile: String) -> Bool {
-        Self.held.contains(directory.appendingPathComponent(profile + ".lock").path)
+        let path = directory.appendingPathComponent(profile + ".lock").path
+        return Self.held.contains { $0.path == path && $0.active }
     }
 
     /// Runs `body` holding the lock of `profile` if it is free right now; else returns nil at once.
@@ -100,8 +123,7 @@ public struct ProfileLock: Sendable {
         guard fd >= 0 else { throw AuthError(.storeUnavailable, "cannot open the lock file \(path)") }
         defer { close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return nil }
-        defer { flock(fd, LOCK_UN) }
-        return try await Self.$held.withValue(Self.held.union([path])) { try await body() }
+        return try await Self.holding(path, fd, body)
     }
 }
 

@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
     import Foundation
     public import FoundationNetworking
+    import SesameJOSE
 #else
     public import Foundation
 #endif
@@ -17,6 +18,7 @@ public struct URLSessionTransport: HTTPTransport {
     /// A transport on its own session — ephemeral by default; cookies and credential storage are always turned
     /// off — that declines every redirect.
     public init(configuration: URLSessionConfiguration = .ephemeral) {
+        Self.prepareLibCrypto()
         let configuration = (configuration.copy() as? URLSessionConfiguration) ?? .ephemeral
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
@@ -31,7 +33,15 @@ public struct URLSessionTransport: HTTPTransport {
     /// > (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` completing with nil), or
     /// > credentials may follow a redirect to another origin.
     public init(session: URLSession) {
+        Self.prepareLibCrypto()
         self.session = session
+    }
+
+    /// On Linux, before FoundationNetworking's libcurl initialises libcrypto with its exit handler (`LibCrypto`).
+    private static func prepareLibCrypto() {
+        #if canImport(FoundationNetworking)
+            LibCrypto.prepare()
+        #endif
     }
 
     /// Sends the request.
