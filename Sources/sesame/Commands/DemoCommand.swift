@@ -7,7 +7,7 @@ import SesameJOSE
     import Darwin
 #endif
 
-/// `sesame demo`: the product in two minutes — every step on an embedded dev server, narrated with what went over
+/// `sesame demo`: the whole product in under a second — every step on an embedded dev server, narrated with what went over
 /// the wire (secrets cut to a prefix and a length) and how long it took; exit 1 naming the step that failed.
 struct DemoCommand: SesameCommand {
     static let json = OptionSpec("--json", "print one JSON object per step (and one for the summary) instead of text")
@@ -17,7 +17,7 @@ struct DemoCommand: SesameCommand {
         "internal: what the demo runs as its other processes (DIR is its scratch folder)")
 
     static let spec = CommandSpec(
-        words: ["demo"], summary: "the product in two minutes, on an embedded dev server (loopback only)",
+        words: ["demo"], summary: "the whole product in under a second, on an embedded dev server (loopback only)",
         arguments: nil,
         discussion: """
             Starts the development identity server on an ephemeral loopback port (SQLite in memory, 60-second access

@@ -101,6 +101,11 @@ final class DemoWire: HTTPTransport, @unchecked Sendable {
         return parts.isEmpty ? "" : "  " + parts.joined(separator: " ")
     }
 
+    /// `text` up to `limit` characters, with "…" when it was longer.
+    static func cut(_ text: String, _ limit: Int) -> String {
+        text.count > limit ? text.prefix(limit) + "…" : text
+    }
+
     static func responseDetails(_ response: SesameHTTP.Response) -> String {
         var parts: [String] = []
         if let location = response.headers["Location"], let url = URL(string: location) {
@@ -108,18 +113,19 @@ final class DemoWire: HTTPTransport, @unchecked Sendable {
         }
         if let nonce = response.headers["DPoP-Nonce"] { parts.append("DPoP-Nonce: \(peek(nonce))") }
         if let challenge = response.headers["WWW-Authenticate"] {
-            parts.append("WWW-Authenticate: \(challenge.prefix(60))")
+            parts.append("WWW-Authenticate: \(cut(challenge, 60))")
         }
         if let json = try? JOSEValue.parse(response.body).objectValue, json["jwks_uri"] != nil {
             parts.append("(the provider's metadata: \(json.names.count) members)")
         } else if let json = try? JOSEValue.parse(response.body).objectValue, json["keys"] != nil {
-            parts.append("(the JWKS: \(json["keys"]?.arrayValue?.count ?? 0) public keys)")
+            let count = json["keys"]?.arrayValue?.count ?? 0
+            parts.append("(the JWKS: \(count) public key\(count == 1 ? "" : "s"))")
         } else if let json = try? JOSEValue.parse(response.body).objectValue {
             for name in json.names {
                 guard let value = json[name] else { continue }
                 if let text = value.stringValue {
                     parts.append(
-                        plain.contains(name) || name == "sub" ? "\(name)=\(text.prefix(40))" : "\(name)=\(peek(text))")
+                        plain.contains(name) || name == "sub" ? "\(name)=\(cut(text, 40))" : "\(name)=\(peek(text))")
                 } else if case .integer(let number) = value, plain.contains(name) {
                     parts.append("\(name)=\(number)")
                 }

@@ -24,7 +24,7 @@ enum Help {
             "",
             "Every command answers --help (-h). 'sesame --version' prints the version.",
             "Files live in $SESAME_HOME (default $XDG_CONFIG_HOME/sesame or ~/.config/sesame), 0600 in 0700 folders.",
-            "Errors go to stderr as 'error: <code>: <message>'. Output is plain text (no colour).", "",
+            "Errors go to stderr as 'error: <code>: <message>'. Output is plain text (demo: colour on a terminal).", "",
             "EXIT STATUS:",
         ]
         lines += exitCodes.map { "  \($0.0)  \($0.1)" }
