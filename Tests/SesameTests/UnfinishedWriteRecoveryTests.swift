@@ -236,6 +236,24 @@ import Testing
         #expect(try Data(contentsOf: file) == Data("broken".utf8))
     }
 
+    @Test("moving a file aside never removes one a writer renamed into its place since it was looked at")
+    func removeNameKeepsReplacement() async throws {
+        let store = try FileTokenStore(directory: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await store.save(tokens("looked-at", receivedAt: 1000), profile: "default")
+        let looked = try #require(try PrivateFile.read(file.path)).identity
+        // A locked writer's rename lands after the caller's check, before the name is removed.
+        try await store.save(tokens("renamed-in", receivedAt: 2000), profile: "default")
+        PrivateFile.removeName(file.path, ifItNames: looked)
+        #expect(try await store.load(profile: "default")?.refreshToken == "refresh-renamed-in")
+        #expect(try leftovers().isEmpty)
+        // The very file looked at: its name goes.
+        let current = try #require(try PrivateFile.read(file.path)).identity
+        PrivateFile.removeName(file.path, ifItNames: current)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(try leftovers().isEmpty)
+    }
+
     @Test("a write over an unreadable file left in place keeps its bytes under a second name; a readable one gets none")
     func writeKeepsUnreadable() async throws {
         let store = try FileTokenStore(directory: directory)

@@ -161,8 +161,27 @@ package enum PrivateFile {
     /// - Returns: where it went, or nil when it was not moved (replaced meanwhile, or the folder refuses).
     package static func moveAside(_ path: String, identity: (device: UInt64, inode: UInt64)) -> String? {
         guard let (aside, linked) = linkAside(path, identity: identity) else { return nil }
-        if linked { unlink(path) }  // the original goes once the copy of its name is in place
+        if linked { removeName(path, ifItNames: identity) }  // the original name goes once the second is in place
         return aside
+    }
+
+    /// Removes the name `path` if it names the file `identity` names; a file another writer renamed into its place
+    /// since the caller looked is put back, never unlinked.
+    ///
+    /// POSIX has no "unlink if still this inode". So the name is first renamed — atomically, whatever it names by
+    /// then — to a temporary name of this process (a kill in between leaves it as any unfinished write, for the
+    /// next recovery to judge), checked there, and unlinked when it is that file; another file is linked back under
+    /// `path`, unless yet another took `path` meanwhile, which then wins as the later write.
+    package static func removeName(_ path: String, ifItNames identity: (device: UInt64, inode: UInt64)) {
+        let held = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        writesInProgress.insert(held)
+        defer { writesInProgress.remove(held) }
+        guard rename(path, held) == 0 else { return }
+        if isFile(held, identity) || link(held, path) == 0 || errno == EEXIST {
+            unlink(held)
+        } else {
+            rename(held, path)  // it cannot get a second name: back by its one
+        }
     }
 
     /// Gives `path` a second name, `PATH.corrupt-TIMESTAMP` (`-2`, `-3`… when taken), only if it is still the file
