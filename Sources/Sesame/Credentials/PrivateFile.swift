@@ -108,7 +108,12 @@ package enum PrivateFile {
             unlink(temporary)
             throw AuthError(.storeUnavailable, "cannot write \(url.path)")
         }
-        let directoryFD = open(url.deletingLastPathComponent().path, O_RDONLY | O_CLOEXEC)
+        flushFolder(of: url.path)
+    }
+
+    /// Flushes the folder holding `path`, so that a rename or a link in it survives a power cut.
+    private static func flushFolder(of path: String) {
+        let directoryFD = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_CLOEXEC)
         if directoryFD >= 0 {
             fsync(directoryFD)
             close(directoryFD)
@@ -169,18 +174,25 @@ package enum PrivateFile {
     /// since the caller looked is put back, never unlinked.
     ///
     /// POSIX has no "unlink if still this inode". So the name is first renamed — atomically, whatever it names by
-    /// then — to a temporary name of this process (a kill in between leaves it as any unfinished write, for the
-    /// next recovery to judge), checked there, and unlinked when it is that file; another file is linked back under
-    /// `path`, unless yet another took `path` meanwhile, which then wins as the later write.
+    /// then — to a temporary name of this process, checked there, and unlinked when it is that file; another file is
+    /// linked back under `path` (and the folder flushed, as its writer had), unless yet another took `path`
+    /// meanwhile, which then wins as the later write. For a few microseconds a reader finds no file, and a kill
+    /// inside them leaves the other file under the temporary name, where the next recovery, finding no file, deletes
+    /// it as a sign-out's leftover. Only for folders whose recovery runs under the profile's lock, as this does: the
+    /// temporary name would otherwise be another process's to judge.
     package static func removeName(_ path: String, ifItNames identity: (device: UInt64, inode: UInt64)) {
         let held = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         writesInProgress.insert(held)
         defer { writesInProgress.remove(held) }
         guard rename(path, held) == 0 else { return }
-        if isFile(held, identity) || link(held, path) == 0 || errno == EEXIST {
+        if isFile(held, identity) {
             unlink(held)
+        } else if link(held, path) == 0 || errno == EEXIST {
+            unlink(held)
+            flushFolder(of: path)
         } else {
             rename(held, path)  // it cannot get a second name: back by its one
+            flushFolder(of: path)
         }
     }
 
