@@ -1,6 +1,6 @@
 // A process that uses libcrypto after `exit` has begun, as a worker thread still hashing or retiring does when a
-// process exits under it (see `LibCrypto`). Exits 0 when the digest computed then is right; anything else (a wrong
-// digest: 3; a crash: a signal) means libcrypto freed its state at exit.
+// process exits under it (see `LibCrypto`). Exits 0 when the digest, the key, the signature and its verification
+// made then are right; anything else (a wrong one: 3; a crash: a signal) means libcrypto freed its state at exit.
 //
 //   sesame-exit-probe jose        libcrypto's first use is SesameJOSE's (a key generated, a token signed)
 //   sesame-exit-probe transport   libcrypto's first use is the HTTP transport's (libcurl initialising TLS)

@@ -126,8 +126,8 @@ package enum PrivateFile {
     /// The temporary files that writes of `url` left unfinished, with their writers' process IDs.
     ///
     /// They are `NAME.tmp-PID-RANDOM` beside it (exactly: digits, a dash, digits, so never another file whose name
-    /// begins the same way), and never one of this process's writes in progress. A file whose PID is this process's is a killed process's that had
-    /// the same ID (in a container every run may be PID 1).
+    /// begins the same way), and never one of this process's writes in progress. A file whose PID is this process's
+    /// is a killed process's that had the same ID (in a container every run may be PID 1).
     package static func unfinishedWrites(of url: URL) -> [(path: String, pid: Int32)] {
         let prefix = url.lastPathComponent + ".tmp-"
         let folder = url.deletingLastPathComponent().path
