@@ -205,6 +205,9 @@ import Testing
         let busy = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
         #expect(busy?.code == .storeCorrupt && busy?.message.contains("left in place") == true)
         #expect(try Data(contentsOf: file) == Data("broken".utf8))
+        // Unlocked explicitly, as the store does: a close alone leaves the lock held while a child process spawned
+        // meanwhile by another test still has a copy of the descriptor (until its exec closes it).
+        flock(other, LOCK_UN)
         close(other)
         let free = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
         #expect(free?.message.contains("moved to") == true)
@@ -228,7 +231,10 @@ import Testing
         // By then another process holds the lock, and may rename its new file into place at any moment.
         let other = open(directory.appendingPathComponent("default.lock").path, O_RDWR | O_CLOEXEC)
         #expect(other >= 0 && flock(other, LOCK_EX) == 0)
-        defer { close(other) }
+        defer {
+            flock(other, LOCK_UN)
+            close(other)
+        }
         signal.yield()
         signal.finish()
         let error = await #expect(throws: AuthError.self) { try await late.value }

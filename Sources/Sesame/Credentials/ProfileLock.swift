@@ -152,11 +152,6 @@ package enum ProfileName {
 
 /// Folders that hold secrets: created 0700, and refused when someone else owns them or can write to them.
 package enum SecureDirectory {
-    /// Creates `directory` (0700) when missing, then checks it.
-    ///
-    /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` when it cannot be created,
-    ///   ``AuthError/Code/configuration`` when it is not a directory, belongs to another user, or is group- or
-    ///   world-writable.
     /// Checks an existing `directory` (no error when it does not exist).
     ///
     /// - Throws: as ``prepare(_:)``.
@@ -166,6 +161,11 @@ package enum SecureDirectory {
         try prepare(directory)
     }
 
+    /// Creates `directory` (0700) when missing, then checks it.
+    ///
+    /// - Throws: ``AuthError``: ``AuthError/Code/storeUnavailable`` when it cannot be created,
+    ///   ``AuthError/Code/configuration`` when it is not a directory, belongs to another user, or is group- or
+    ///   world-writable.
     package static func prepare(_ directory: URL) throws {
         let path = directory.path
         var info = stat()
