@@ -1,10 +1,19 @@
+// accept4(2) and pipe2(2) are declared only with _GNU_SOURCE.
+#define _GNU_SOURCE
 #include "csesame_epoll.h"
 
 #ifdef __linux__
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 int csesame_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int csesame_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
+
+int csesame_pipe(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
 int csesame_epoll_watch(int epoll, int fd, unsigned events, int add) {
     struct epoll_event event = {0};

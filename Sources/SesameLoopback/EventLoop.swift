@@ -106,7 +106,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func acceptAll(_ listener: Int32, _ now: UInt64) {
         while true {
-            let fd = accept(listener, nil, nil)
+            let fd = Socket.accept(listener)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return }  // the batch is done

@@ -145,16 +145,23 @@ public final class HTTPServer: @unchecked Sendable {
     @discardableResult
     public func start() throws -> Int {
         let (listeners, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: 512)
-        var pipeEnds: [Int32] = [0, 0]
         let poller: Poller
+        let wake: (read: Int32, write: Int32)
         do {
-            guard pipe(&pipeEnds) == 0 else { throw LoopbackError("pipe failed") }
-            poller = try Poller()
+            guard let ends = Socket.pipe() else { throw LoopbackError("pipe failed") }
+            wake = ends
+            do {
+                poller = try Poller()
+            } catch {
+                close(ends.read)
+                close(ends.write)
+                throw error
+            }
         } catch {
             for fd in listeners { close(fd) }
             throw error
         }
-        (wakeRead, wakeWrite) = (pipeEnds[0], pipeEnds[1])
+        (wakeRead, wakeWrite) = wake
         for fd in [wakeRead, wakeWrite] + listeners { Socket.setNonBlocking(fd) }
         shared.withLock {
             $0.port = port

@@ -1,17 +1,27 @@
 import Dispatch
 import Foundation
 
+#if canImport(CSesameEpoll)
+    import CSesameEpoll
+#endif
+
+// Every descriptor is close-on-exec from its creation (atomically where the system can): a child process an app
+// starts while a server runs — a browser opened for the redirect — must not keep its listening socket, holding the
+// port and queueing connections nobody accepts after the server stopped.
 #if canImport(Glibc)
     import Glibc
     let streamSocketType = Int32(SOCK_STREAM.rawValue)
+    let closeOnExecFlag = Int32(SOCK_CLOEXEC.rawValue)
     let noSignalFlag = Int32(MSG_NOSIGNAL)
 #elseif canImport(Musl)
     import Musl
     let streamSocketType = SOCK_STREAM
+    let closeOnExecFlag = SOCK_CLOEXEC
     let noSignalFlag = MSG_NOSIGNAL
 #elseif canImport(Darwin)
     import Darwin
     let streamSocketType = SOCK_STREAM
+    let closeOnExecFlag: Int32 = 0  // set by fcntl(2) after socket(2)
     let noSignalFlag: Int32 = 0
 #endif
 
@@ -48,8 +58,11 @@ enum Socket {
         while let info = entry {
             entry = info.pointee.ai_next
             guard let address = info.pointee.ai_addr else { continue }
-            let fd = socket(info.pointee.ai_family, streamSocketType, 0)
+            let fd = socket(info.pointee.ai_family, streamSocketType | closeOnExecFlag, 0)
             guard fd >= 0 else { continue }
+            #if canImport(Darwin)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            #endif
             var one: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
             if info.pointee.ai_family == AF_INET6 {
@@ -94,6 +107,29 @@ enum Socket {
                 Int(UInt16(bigEndian: $0.pointee.sin6_port))
             }
         }
+    }
+
+    /// Accepts a connection on `listener`, close-on-exec: the descriptor, or -1 with `errno` set.
+    static func accept(_ listener: Int32) -> Int32 {
+        #if canImport(CSesameEpoll)
+            return csesame_accept(listener)
+        #else
+            let fd = Darwin.accept(listener, nil, nil)
+            if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return fd
+        #endif
+    }
+
+    /// A pipe, both ends close-on-exec: (read, write), or nil with `errno` set.
+    static func pipe() -> (read: Int32, write: Int32)? {
+        var ends: [Int32] = [0, 0]
+        #if canImport(CSesameEpoll)
+            guard csesame_pipe(&ends) == 0 else { return nil }
+        #else
+            guard Darwin.pipe(&ends) == 0 else { return nil }
+            for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        #endif
+        return (ends[0], ends[1])
     }
 
     /// Makes `fd` non-blocking.

@@ -199,6 +199,50 @@ import Testing
         // (That the port is released is asserted by portLifecycle, which binds it again; connecting here would race
         // with other servers of the parallel run that may take the same number.)
     }
+
+    @Test(
+        "A child started while the server runs gets none of its descriptors: after stop, a connection ends, the port frees"
+    )
+    func childKeepsNothing() throws {
+        let server = try Self.makeServer()
+        let port = server.port
+        let client = try RawClient(port: port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponses(1).count == 1)  // accepted, and kept alive
+        // Started the way system(3) or a plain posix_spawn starts one — an app opening a browser for the redirect:
+        // every descriptor that is not close-on-exec goes along.
+        let child = try SpawnedSleeper()
+        defer { child.end() }
+        server.stop()
+        var byte: UInt8 = 0
+        // 0: the connection ended. -1 after the client's 5 s timeout: the child still holds the server's end.
+        #expect(recv(client.fd, &byte, 1, 0) == 0)
+        let again = try Self.makeServer { $0.port = port }
+        #expect(again.port == port)
+        again.stop()
+    }
+}
+
+/// `sleep 30`, started by `posix_spawn` with no file actions: it inherits every descriptor not marked close-on-exec.
+private struct SpawnedSleeper {
+    let pid: pid_t
+
+    init() throws {
+        var pid: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
+        defer {
+            for argument in arguments { free(argument) }
+        }
+        let status = posix_spawn(&pid, "/bin/sleep", nil, nil, arguments, environ)
+        try #require(status == 0)
+        self.pid = pid
+    }
+
+    func end() {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
 }
 
 /// Slow and non-reading clients (issue 9's hardening): they cannot starve others, and they do not stay.

@@ -17,6 +17,12 @@
 /// A new epoll instance (close-on-exec), or -1.
 int csesame_epoll_create(void);
 
+/// accept4(2) with SOCK_CLOEXEC: the connection, or -1 with errno set.
+int csesame_accept(int listener);
+
+/// pipe2(2) with O_CLOEXEC into `ends`: 0, or -1 with errno set.
+int csesame_pipe(int ends[2]);
+
 /// Adds (`add` 1) or changes (`add` 0) what `fd` is watched for: CSESAME_EPOLL_READ | CSESAME_EPOLL_WRITE.
 int csesame_epoll_watch(int epoll, int fd, unsigned events, int add);
 
