@@ -68,7 +68,8 @@ let package = Package(
             dependencies: ["Sesame", "SesameJOSE"],
             swiftSettings: swiftSettings
         ),
-        // epoll for SesameLoopback's event loop and posix_spawn for its ChildProcess (Linux only: elsewhere poll, Process).
+        // epoll for SesameLoopback's event loop, accept4/pipe2 (close-on-exec) and posix_spawn for its ChildProcess
+        // (Linux only: elsewhere poll, fcntl, Process).
         .target(name: "CSesameEpoll"),
         .target(
             name: "SesameLoopback",

@@ -19,6 +19,8 @@ public import Foundation
 /// ``Configuration/maxBodyBytes``, 411 for a chunked body (not supported: send `Content-Length`), 400 for anything
 /// malformed, 408 when a client stalls mid-request past its deadline, 503 when every connection is busy.
 ///
+/// Its sockets are close-on-exec: a program you start while it runs inherits none of them.
+///
 /// > Important: This is a development and test server. Bind it to loopback addresses.
 public final class HTTPServer: @unchecked Sendable {
     /// Limits and addresses.
@@ -150,7 +152,7 @@ public final class HTTPServer: @unchecked Sendable {
         do {
             guard let ends = Socket.pipe() else { throw LoopbackError("pipe failed") }
             wake = ends
-            do {
+            do {  // (closing the pipe when the poller cannot be made)
                 poller = try Poller()
             } catch {
                 close(ends.read)

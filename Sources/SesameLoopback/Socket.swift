@@ -5,9 +5,10 @@ import Foundation
     import CSesameEpoll
 #endif
 
-// Every descriptor is close-on-exec from its creation (atomically where the system can): a child process an app
-// starts while a server runs — a browser opened for the redirect — must not keep its listening socket, holding the
-// port and queueing connections nobody accepts after the server stopped.
+// Every descriptor is close-on-exec (set atomically at creation on Linux, right after it elsewhere): a program an app
+// starts while a server runs — a browser opened for the redirect — must not keep the listening socket (the port
+// stays bound, and connections queue that nobody accepts once the server stopped) nor a connection (its client never
+// sees the end). A process that forks without exec still inherits them all.
 #if canImport(Glibc)
     import Glibc
     let streamSocketType = Int32(SOCK_STREAM.rawValue)
@@ -113,7 +114,7 @@ enum Socket {
     static func accept(_ listener: Int32) -> Int32 {
         #if canImport(CSesameEpoll)
             return csesame_accept(listener)
-        #else
+        #else  // Apple platforms
             let fd = Darwin.accept(listener, nil, nil)
             if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             return fd
@@ -125,7 +126,7 @@ enum Socket {
         var ends: [Int32] = [0, 0]
         #if canImport(CSesameEpoll)
             guard csesame_pipe(&ends) == 0 else { return nil }
-        #else
+        #else  // Apple platforms
             guard Darwin.pipe(&ends) == 0 else { return nil }
             for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #endif

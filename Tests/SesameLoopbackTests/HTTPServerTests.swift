@@ -201,7 +201,7 @@ import Testing
     }
 
     @Test(
-        "A child started while the server runs gets none of its descriptors: after stop, a connection ends, the port frees"
+        "A child spawned while it runs keeps neither the listener nor a connection: after stop, a connection ends, the port frees"
     )
     func childKeepsNothing() throws {
         let server = try Self.makeServer()
@@ -209,14 +209,15 @@ import Testing
         let client = try RawClient(port: port)
         client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(client.readResponses(1).count == 1)  // accepted, and kept alive
-        // Started the way system(3) or a plain posix_spawn starts one — an app opening a browser for the redirect:
-        // every descriptor that is not close-on-exec goes along.
+        // Started as posix_spawn without file actions (or system(3)'s fork and exec) starts one — an app opening a
+        // browser for the redirect: every descriptor that is not close-on-exec goes along.
         let child = try SpawnedSleeper()
         defer { child.end() }
         server.stop()
         var byte: UInt8 = 0
         // 0: the connection ended. -1 after the client's 5 s timeout: the child still holds the server's end.
         #expect(recv(client.fd, &byte, 1, 0) == 0)
+        // (Another server of the parallel run could take the number first, as in portLifecycle: unlikely.)
         let again = try Self.makeServer { $0.port = port }
         #expect(again.port == port)
         again.stop()

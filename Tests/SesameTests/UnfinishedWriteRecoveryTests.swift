@@ -205,8 +205,9 @@ import Testing
         let busy = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
         #expect(busy?.code == .storeCorrupt && busy?.message.contains("left in place") == true)
         #expect(try Data(contentsOf: file) == Data("broken".utf8))
-        // Unlocked explicitly, as the store does: a close alone leaves the lock held while a child process spawned
-        // meanwhile by another test still has a copy of the descriptor (until its exec closes it).
+        // Unlocked explicitly, as the store does: a close alone leaves the lock held while a child process another
+        // test spawns at that moment still has a copy of the descriptor (between the child's fork and its exec,
+        // which closes it: it is O_CLOEXEC).
         flock(other, LOCK_UN)
         close(other)
         let free = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }

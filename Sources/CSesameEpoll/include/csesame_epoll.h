@@ -1,9 +1,10 @@
 #ifndef CSESAME_EPOLL_H
 #define CSESAME_EPOLL_H
 
-// Linux C for SesameLoopback: epoll(7) for its event loop (Swift's Glibc module does not bring <sys/epoll.h>), and
-// posix_spawn(3) with every inherited descriptor closed (its GNU extensions need _GNU_SOURCE, which Swift's Glibc
-// module is not built with).
+// Linux C for SesameLoopback: epoll(7) for its event loop (Swift's Glibc module does not bring <sys/epoll.h>),
+// accept4(2) and pipe2(2) for descriptors close-on-exec from their creation, and posix_spawn(3) with every inherited
+// descriptor closed (accept4 and posix_spawn's GNU extensions need _GNU_SOURCE, which Swift's Glibc module is not
+// built with).
 
 /// Watch for reading.
 #define CSESAME_EPOLL_READ 1u

@@ -27,7 +27,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
         /// an SSH session), the URL is written to standard error instead, so the sign-in never waits unseen.
         case systemBrowser
         /// Your code: print the URL, show it as a QR code for another device, post it to a test's browser — never an
-        /// embedded web view (RFC 8252 §8.12: the app could read the user's password).
+        /// embedded web view (RFC 8252 §8.12: the app could read the user's password). A browser you start here
+        /// (`Process`, `posix_spawn`, `system`) inherits none of the listener's descriptors: they are close-on-exec.
         case custom(@Sendable (URL) async throws -> Void)
     }
 
