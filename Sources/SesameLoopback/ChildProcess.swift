@@ -202,6 +202,12 @@
                         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
                         opened.append(fd)
                     case .pipe(let pipe):
+                        // Foundation's pipe(2) is not close-on-exec: a program another thread starts meanwhile would
+                        // keep our ends, and a reader here would wait for an end that does not come while it lives.
+                        for end in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor]
+                        where end >= 0 {
+                            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                        }
                         fd =
                             childReads
                             ? pipe.fileHandleForReading.fileDescriptor : pipe.fileHandleForWriting.fileDescriptor

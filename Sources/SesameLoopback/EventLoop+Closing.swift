@@ -63,7 +63,7 @@ extension EventLoop {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         poller.forget(connection.fd)
-        closeDescriptor(connection.fd)
+        closeSocket(connection.fd)
     }
 
     /// Deadlines: a request line, a whole request, silence mid-request, an idle keep-alive, a client not reading,
@@ -102,7 +102,7 @@ extension EventLoop {
         stopStarted = true
         for fd in listeners {
             poller.forget(fd)
-            closeDescriptor(fd)
+            closeSocket(fd)
         }
         listeners = []
         // Connections with a pool thread are left to it: it sees `stopping` and closes them after the answer.

@@ -26,7 +26,7 @@ extension EventLoop {
         var handled = 0
         // A stopped server runs no more handlers: the connection is closed.
         if server.shared.withLock({ $0.exited }) {
-            closeDescriptor(connection.fd)
+            closeSocket(connection.fd)
             return
         }
         while true {
@@ -93,7 +93,7 @@ extension EventLoop {
             }
             break
         }
-        if !server.handBack(connection, poller: poller) { closeDescriptor(connection.fd) }
+        if !server.handBack(connection, poller: poller) { closeSocket(connection.fd) }
     }
 
     /// The most requests, and time, one connection's turn on a pool thread may take.

@@ -95,7 +95,7 @@ final class EventLoop: @unchecked Sendable {
         for connection in late { connection.handling = false }
         poller.close()
         // A connection with a pool thread is closed by that thread when it finds the loop gone.
-        for connection in connections.values where !connection.handling { closeDescriptor(connection.fd) }
+        for connection in connections.values where !connection.handling { closeSocket(connection.fd) }
         connections = [:]
         closeDescriptor(server.wakeRead)
         closeDescriptor(server.wakeWrite)
@@ -171,7 +171,7 @@ final class EventLoop: @unchecked Sendable {
         response.headers.set("Retry-After", "1")
         _ = Socket.sendSome(fd, response.serialized(keepAlive: false), from: 0)
         server.report("-", "-", 503, DispatchTime.now())
-        closeDescriptor(fd)
+        closeSocket(fd)
     }
 
     // MARK: Reading and handling
@@ -308,6 +308,16 @@ final class EventLoop: @unchecked Sendable {
 
 /// `close(2)`, outside the types whose own `close` would shadow it.
 func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
+}
+
+/// Ends a listener or a connection, then closes its descriptor.
+///
+/// `close` alone ends neither while another process has a copy of the descriptor — a child between its fork and its
+/// exec, one that forked without exec — so the port would stay bound and a client would wait for an end that does
+/// not come; `shutdown` ends it for every copy (queued output is still sent).
+func closeSocket(_ fd: Int32) {
+    _ = shutdown(fd, Int32(SHUT_RDWR))
     _ = close(fd)
 }
 

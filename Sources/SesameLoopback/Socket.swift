@@ -22,12 +22,18 @@ import Foundation
 #elseif canImport(Darwin)
     import Darwin
     let streamSocketType = SOCK_STREAM
-    let closeOnExecFlag: Int32 = 0  // set by fcntl(2) after socket(2)
+    let closeOnExecFlag: Int32 = 0  // none: fcntl(2) right after socket(2)
     let noSignalFlag: Int32 = 0
 #endif
 
 /// `listen(2)`, outside `Socket` whose own `listen` would shadow it.
 private func posixListen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, backlog) }
+
+#if !canImport(CSesameEpoll)
+    /// `accept(2)` and `pipe(2)`, outside `Socket` whose own would shadow them (where there is no `accept4`).
+    private func posixAccept(_ fd: Int32) -> Int32 { accept(fd, nil, nil) }
+    private func posixPipe(_ ends: inout [Int32]) -> Int32 { pipe(&ends) }
+#endif
 
 /// Thin wrappers over the POSIX socket calls the server needs, with errors as `LoopbackError`.
 enum Socket {
@@ -61,9 +67,7 @@ enum Socket {
             guard let address = info.pointee.ai_addr else { continue }
             let fd = socket(info.pointee.ai_family, streamSocketType | closeOnExecFlag, 0)
             guard fd >= 0 else { continue }
-            #if canImport(Darwin)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            #endif
+            if closeOnExecFlag == 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             var one: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
             if info.pointee.ai_family == AF_INET6 {
@@ -114,8 +118,8 @@ enum Socket {
     static func accept(_ listener: Int32) -> Int32 {
         #if canImport(CSesameEpoll)
             return csesame_accept(listener)
-        #else  // Apple platforms
-            let fd = Darwin.accept(listener, nil, nil)
+        #else
+            let fd = posixAccept(listener)
             if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             return fd
         #endif
@@ -126,8 +130,8 @@ enum Socket {
         var ends: [Int32] = [0, 0]
         #if canImport(CSesameEpoll)
             guard csesame_pipe(&ends) == 0 else { return nil }
-        #else  // Apple platforms
-            guard Darwin.pipe(&ends) == 0 else { return nil }
+        #else
+            guard posixPipe(&ends) == 0 else { return nil }
             for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         #endif
         return (ends[0], ends[1])

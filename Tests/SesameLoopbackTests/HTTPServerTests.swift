@@ -201,7 +201,7 @@ import Testing
     }
 
     @Test(
-        "A child spawned while it runs keeps neither the listener nor a connection: after stop, a connection ends, the port frees"
+        "A child spawned while it runs gets neither the listener nor a connection; stopping ends both even for a copy"
     )
     func childKeepsNothing() throws {
         let server = try Self.makeServer()
@@ -213,9 +213,20 @@ import Testing
         // browser for the redirect: every descriptor that is not close-on-exec goes along.
         let child = try SpawnedSleeper()
         defer { child.end() }
+        #if os(Linux)
+            let ours = socketDescriptors(onPort: port)
+            #expect(ours.count == 2)  // the listener and the accepted connection
+            #expect(Set(ours.map(\.name)).isDisjoint(with: child.descriptorNames()))
+            // Copies held elsewhere (a child between its fork and its exec, one that forked without exec) must keep
+            // neither alive once the server stops.
+            let copies = ours.map { fcntl($0.fd, F_DUPFD_CLOEXEC, 0) }
+            defer {
+                for copy in copies { close(copy) }
+            }
+        #endif
         server.stop()
         var byte: UInt8 = 0
-        // 0: the connection ended. -1 after the client's 5 s timeout: the child still holds the server's end.
+        // 0: the connection ended. -1 after the client's 5 s timeout: something still holds the server's end.
         #expect(recv(client.fd, &byte, 1, 0) == 0)
         // (Another server of the parallel run could take the number first, as in portLifecycle: unlikely.)
         let again = try Self.makeServer { $0.port = port }
@@ -234,9 +245,17 @@ private struct SpawnedSleeper {
         defer {
             for argument in arguments { free(argument) }
         }
-        let status = posix_spawn(&pid, "/bin/sleep", nil, nil, arguments, environ)
+        let environment: [UnsafeMutablePointer<CChar>?] = [nil]
+        let status = posix_spawn(&pid, "/bin/sleep", nil, nil, arguments, environment)
         try #require(status == 0)
         self.pid = pid
+    }
+
+    /// What each of the child's descriptors names (`socket:[INODE]` for a socket), read from `/proc`.
+    func descriptorNames() -> Set<String> {
+        let folder = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return Set(entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0) })
     }
 
     func end() {
@@ -245,6 +264,41 @@ private struct SpawnedSleeper {
         waitpid(pid, &status, 0)
     }
 }
+
+#if os(Linux)
+    /// This process's sockets whose local port is `port` (a server's listeners and accepted connections), with the
+    /// `socket:[INODE]` name `/proc` gives each.
+    private func socketDescriptors(onPort port: Int) -> [(fd: Int32, name: String)] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.compactMap { entry -> (fd: Int32, name: String)? in
+            guard let fd = Int32(entry),
+                let name = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
+                name.hasPrefix("socket:")
+            else { return nil }
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            guard named == 0 else { return nil }
+            let family = Int32(address.ss_family)
+            let local = withUnsafePointer(to: &address) { pointer -> Int in
+                if family == AF_INET {
+                    return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        Int(UInt16(bigEndian: $0.pointee.sin_port))
+                    }
+                }
+                if family == AF_INET6 {
+                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                    }
+                }
+                return -1
+            }
+            return local == port ? (fd, name) : nil
+        }
+    }
+#endif
 
 /// Slow and non-reading clients (issue 9's hardening): they cannot starve others, and they do not stay.
 @Suite(.disabled(if: underSanitizer, "time bounds under load do not hold under a sanitizer's slowdown"))

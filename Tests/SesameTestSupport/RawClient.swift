@@ -17,10 +17,12 @@ package final class RawClient: @unchecked Sendable {
     /// after the megabytes the kernel's autotuning would otherwise take in.
     package init(port: Int, host: String = "127.0.0.1", timeout: Int = 5, receiveBuffer: Int32? = nil) throws {
         let family = host.contains(":") ? AF_INET6 : AF_INET
+        // Close-on-exec, so that a child another test spawns meanwhile never keeps this end open.
         #if canImport(Glibc)
-            fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+            fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
             fd = socket(family, SOCK_STREAM, 0)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         #endif
         if var size = receiveBuffer {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
