@@ -27,6 +27,10 @@ _Static_assert(sizeof(curl_off_t) == sizeof(long long), "curl_off_t is 64 bits")
 _Static_assert(CURL_GLOBAL_DEFAULT == 3, "CURL_GLOBAL_DEFAULT");
 _Static_assert(CURLMSG_DONE == 1, "CURLMSG_DONE");
 _Static_assert(CURLM_OK == 0, "CURLM_OK");
+_Static_assert(offsetof(SocketRequestABI, family) == offsetof(struct curl_sockaddr, family), "curl_sockaddr.family");
+_Static_assert(offsetof(SocketRequestABI, socktype) == offsetof(struct curl_sockaddr, socktype), "curl_sockaddr.socktype");
+_Static_assert(offsetof(SocketRequestABI, protocol) == offsetof(struct curl_sockaddr, protocol), "curl_sockaddr.protocol");
+_Static_assert(CURLSOCKTYPE_IPCXN == 0 && CURLSOCKTYPE_ACCEPT == 1, "curlsocktype");
 C
 } >"$scratch/abi.c"
 count=$(grep -c _Static_assert "$scratch/abi.c")

@@ -207,4 +207,27 @@ extension TransportTests {
         let requests = try JSONSerialization.jsonObject(with: counters.body) as? [String: Any]
         #expect((requests?["requests"] as? [String: Int])?["POST /logout"] == 1, "\(String(describing: requests))")
     }
+
+    #if os(Linux)
+        @Test("CurlTransport's connections are close-on-exec: a program started mid-request inherits none of them")
+        func curlConnectionsStayHome() async throws {
+            let (entered, signal) = AsyncStream<Void>.makeStream()
+            let release = DispatchSemaphore(value: 0)
+            let server = try RecordingServer { _ in
+                signal.yield()
+                _ = release.wait(timeout: .now() + 10)
+                return .text(200, "done")
+            }
+            defer { server.stop() }
+            let pending = Task { try await send(CurlTransport(), server, "GET", "/held") }
+            for await _ in entered { break }
+            let connections = socketDescriptors(peerPort: server.port)
+            #expect(connections.count == 1)  // libcurl's connection, its request held by the server
+            let child = try InheritingChild()
+            defer { child.end() }
+            #expect(Set(connections.map(\.name)).isDisjoint(with: child.descriptorNames()))
+            release.signal()
+            #expect(try await pending.value.status == 200)
+        }
+    #endif
 }

@@ -211,10 +211,10 @@ import Testing
         #expect(client.readResponses(1).count == 1)  // accepted, and kept alive
         // Started as posix_spawn without file actions (or system(3)'s fork and exec) starts one — an app opening a
         // browser for the redirect: every descriptor that is not close-on-exec goes along.
-        let child = try SpawnedSleeper()
+        let child = try InheritingChild()
         defer { child.end() }
         #if os(Linux)
-            let ours = socketDescriptors(onPort: port)
+            let ours = socketDescriptors(localPort: port)
             #expect(ours.count == 2)  // the listener and the accepted connection
             #expect(Set(ours.map(\.name)).isDisjoint(with: child.descriptorNames()))
             // Copies held elsewhere (a child between its fork and its exec, one that forked without exec) must keep
@@ -234,71 +234,6 @@ import Testing
         again.stop()
     }
 }
-
-/// `sleep 30`, started by `posix_spawn` with no file actions: it inherits every descriptor not marked close-on-exec.
-private struct SpawnedSleeper {
-    let pid: pid_t
-
-    init() throws {
-        var pid: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
-        defer {
-            for argument in arguments { free(argument) }
-        }
-        let environment: [UnsafeMutablePointer<CChar>?] = [nil]
-        let status = posix_spawn(&pid, "/bin/sleep", nil, nil, arguments, environment)
-        try #require(status == 0)
-        self.pid = pid
-    }
-
-    /// What each of the child's descriptors names (`socket:[INODE]` for a socket), read from `/proc`.
-    func descriptorNames() -> Set<String> {
-        let folder = "/proc/\(pid)/fd"
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return Set(entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0) })
-    }
-
-    func end() {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-    }
-}
-
-#if os(Linux)
-    /// This process's sockets whose local port is `port` (a server's listeners and accepted connections), with the
-    /// `socket:[INODE]` name `/proc` gives each.
-    private func socketDescriptors(onPort port: Int) -> [(fd: Int32, name: String)] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return entries.compactMap { entry -> (fd: Int32, name: String)? in
-            guard let fd = Int32(entry),
-                let name = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
-                name.hasPrefix("socket:")
-            else { return nil }
-            var address = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let named = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            guard named == 0 else { return nil }
-            let family = Int32(address.ss_family)
-            let local = withUnsafePointer(to: &address) { pointer -> Int in
-                if family == AF_INET {
-                    return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                        Int(UInt16(bigEndian: $0.pointee.sin_port))
-                    }
-                }
-                if family == AF_INET6 {
-                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                        Int(UInt16(bigEndian: $0.pointee.sin6_port))
-                    }
-                }
-                return -1
-            }
-            return local == port ? (fd, name) : nil
-        }
-    }
-#endif
 
 /// Slow and non-reading clients (issue 9's hardening): they cannot starve others, and they do not stay.
 @Suite(.disabled(if: underSanitizer, "time bounds under load do not hold under a sanitizer's slowdown"))

@@ -29,6 +29,7 @@
 #define CSESAME_CURLPROTO_HTTPS 2
 #define CSESAME_CURLOPT_WRITEFUNCTION 20011
 #define CSESAME_CURLOPT_HEADERFUNCTION 20079
+#define CSESAME_CURLOPT_OPENSOCKETFUNCTION 20163
 #define CSESAME_CURLOPT_POSTFIELDSIZE_LARGE 30120
 #define CSESAME_CURLINFO_RESPONSE_CODE 2097154
 #define CSESAME_CURLMOPT_MAX_HOST_CONNECTIONS 7
@@ -70,6 +71,9 @@ int csesame_curl_set_string(void *easy, int option, const char *value);
 int csesame_curl_set_pointer(void *easy, int option, void *value);
 int csesame_curl_set_size(void *easy, int option, int64_t value);
 int csesame_curl_set_callback(void *easy, int option, csesame_curl_data_callback value);
+/// Makes the transfer's sockets close-on-exec from their creation (an open-socket callback with SOCK_CLOEXEC), so a
+/// program the app starts meanwhile inherits no connection. Returns libcurl's result.
+int csesame_curl_set_close_on_exec(void *easy);
 int csesame_curl_response_code(void *easy, long *code);
 
 void *csesame_curl_multi_init(void);

@@ -11,7 +11,8 @@
     /// the whole exchange; TLS peers and host names are verified (libcurl's defaults, never turned off); only
     /// `http` and `https` are spoken; task cancellation aborts the transfer and throws `CancellationError`;
     /// responses larger than ``maximumResponseSize`` are refused; connections are reused across requests, at most
-    /// ``maximumConnectionsPerHost`` at once per host (more requests queue).
+    /// ``maximumConnectionsPerHost`` at once per host (more requests queue); connections are close-on-exec, so a
+    /// program the app starts inherits none of them.
     ///
     /// libcurl is opened at run time (`libcurl.so.4`, which FoundationNetworking links as well), so building needs
     /// no libcurl development files. Where it cannot be loaded, every request throws ``AuthError`` with
@@ -89,6 +90,7 @@
                         handle, CSESAME_CURLOPT_PROTOCOLS, Int(CSESAME_CURLPROTO_HTTP | CSESAME_CURLPROTO_HTTPS))
                         == CSESAME_CURLE_OK)
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_NOSIGNAL, 1) == CSESAME_CURLE_OK
+            ok = ok && csesame_curl_set_close_on_exec(handle) == CSESAME_CURLE_OK
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_FOLLOWLOCATION, 0) == CSESAME_CURLE_OK
             let milliseconds = Int(max(0.001, min(request.timeout, 86_400)) * 1000)
             ok = ok && csesame_curl_set_long(handle, CSESAME_CURLOPT_TIMEOUT_MS, milliseconds) == CSESAME_CURLE_OK
