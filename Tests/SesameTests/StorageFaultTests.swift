@@ -269,6 +269,31 @@ enum DeniedFolder {
     }
 
     @Test(
+        "A credentials file over the 1 MiB limit is store_corrupt and kept: moved aside by a read, named aside by a write"
+    )
+    func oversizedFileKept() async throws {
+        let (folder, store, _, credentials, _) = try await storedProfile("big")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let big = Data(repeating: 0x7B, count: (1 << 20) + 1)
+        func kept() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+                $0.hasPrefix("default.json.corrupt-")
+                    && (try? Data(contentsOf: folder.appendingPathComponent($0))) == big
+            }.count
+        }
+        try big.write(to: credentials)
+        let read = await #expect(throws: AuthError.self) { try await store.load(profile: "default") }
+        #expect(
+            read?.code == .storeCorrupt && read?.message.contains("moved to") == true, "\(String(describing: read))")
+        #expect(try kept() == 1)
+        // A sign-in over such a file (one a read left in place while another process held the lock).
+        try big.write(to: credentials)
+        try await store.save(second, profile: "default")
+        #expect(try kept() == 2)
+        #expect(try await store.load(profile: "default") == second)
+    }
+
+    @Test(
         "A DPoP key folder (with `--store keyring` the key is the only file on disk) is checked like the file store's: writable by others or another user's, it is refused"
     )
     func keyFolderChecked() throws {

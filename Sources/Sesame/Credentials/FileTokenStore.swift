@@ -65,7 +65,15 @@ public struct FileTokenStore: TokenStore {
     private func load(profile: String, settingAside: Bool) async throws -> TokenSet? {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
-        guard let (data, identity) = try PrivateFile.read(url.path) else { return nil }
+        let read: (data: Data, identity: (device: UInt64, inode: UInt64))?
+        do {
+            read = try PrivateFile.read(url.path)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            // Over the size limit: as unreadable as a corrupt file, and as worth keeping.
+            guard let identity = PrivateFile.regularFile(url.path) else { throw error }
+            return try await unreadable(url, identity, profile: profile, settingAside: settingAside)
+        }
+        guard let (data, identity) = read else { return nil }
         do {
             let (tokens, format) = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
             if format < StoredFormat.tokens {
@@ -84,17 +92,26 @@ public struct FileTokenStore: TokenStore {
         } catch let error as AuthError {
             throw error  // a newer release's file: left exactly as it is
         } catch {
-            switch settingAside ? await setAside(url, read: identity, profile: profile) : .left {
-            case .replaced: return try await load(profile: profile, settingAside: false)
-            case .moved(let aside):
-                throw AuthError(
-                    .storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
-            case .left:
-                throw AuthError(
-                    .storeCorrupt,
-                    "the credentials file \(url.path) is unreadable; it was left in place (another process or task "
-                        + "holds the profile's lock, or the folder refused): a later read moves it aside")
-            }
+            return try await unreadable(url, identity, profile: profile, settingAside: settingAside)
+        }
+    }
+
+    /// An unreadable file (corrupt, or over the size limit): moved aside when it can be, and said so.
+    ///
+    /// - Returns: the credentials read after it was replaced meanwhile.
+    /// - Throws: ``AuthError`` with ``AuthError/Code/storeCorrupt`` saying where the file is now.
+    private func unreadable(
+        _ url: URL, _ identity: (device: UInt64, inode: UInt64), profile: String, settingAside: Bool
+    ) async throws -> TokenSet? {
+        switch settingAside ? await setAside(url, read: identity, profile: profile) : .left {
+        case .replaced: return try await load(profile: profile, settingAside: false)
+        case .moved(let aside):
+            throw AuthError(.storeCorrupt, "the credentials file \(url.path) was unreadable; it was moved to \(aside)")
+        case .left:
+            throw AuthError(
+                .storeCorrupt,
+                "the credentials file \(url.path) is unreadable; it was left in place (another process or task "
+                    + "holds the profile's lock, or the folder refused): a later read moves it aside")
         }
     }
 
@@ -141,7 +158,19 @@ public struct FileTokenStore: TokenStore {
     /// place). Adding a name is safe without the lock: nothing is unlinked but the name just made, and that only if
     /// it names another file.
     private static func keepUnreadable(_ url: URL) {
-        guard let (data, identity) = try? PrivateFile.read(url.path) else { return }
+        let read: (data: Data, identity: (device: UInt64, inode: UInt64))?
+        do {
+            read = try PrivateFile.read(url.path)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            // Over the size limit.
+            if let identity = PrivateFile.regularFile(url.path) {
+                _ = PrivateFile.linkAside(url.path, identity: identity)
+            }
+            return
+        } catch {
+            return
+        }
+        guard let (data, identity) = read else { return }
         do {
             _ = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
         } catch is AuthError {

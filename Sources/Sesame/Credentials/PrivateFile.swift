@@ -223,6 +223,13 @@ package enum PrivateFile {
         return nil
     }
 
+    /// The identity of `path` when it is a regular file of this user (never following a link), else nil.
+    package static func regularFile(_ path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
     /// Whether `path` names the file `identity` names (false when it names another, or nothing).
     package static func isFile(_ path: String, _ identity: (device: UInt64, inode: UInt64)) -> Bool {
         var now = stat()
