@@ -31,6 +31,7 @@ _Static_assert(offsetof(SocketRequestABI, family) == offsetof(struct curl_sockad
 _Static_assert(offsetof(SocketRequestABI, socktype) == offsetof(struct curl_sockaddr, socktype), "curl_sockaddr.socktype");
 _Static_assert(offsetof(SocketRequestABI, protocol) == offsetof(struct curl_sockaddr, protocol), "curl_sockaddr.protocol");
 _Static_assert(CURLSOCKTYPE_IPCXN == 0 && CURLSOCKTYPE_ACCEPT == 1, "curlsocktype");
+_Static_assert(sizeof(curl_socket_t) == sizeof(int) && CURL_SOCKET_BAD == -1, "curl_socket_t is an int, -1 bad");
 C
 } >"$scratch/abi.c"
 count=$(grep -c _Static_assert "$scratch/abi.c")

@@ -130,8 +130,9 @@ int csesame_curl_set_size(void *easy, int option, int64_t value) {
 int csesame_curl_set_callback(void *easy, int option, csesame_curl_data_callback value) {
     return easy_setopt(easy, option, value);
 }
-// libcurl before 8.17 creates its sockets without SOCK_CLOEXEC (its wake-up socket pair still is, before 8.8; no
-// option reaches that one). Purpose 0 is a connection, 1 an accepted one (FTP only): both are made the same way.
+// libcurl before 8.17 creates its connections without SOCK_CLOEXEC; this callback replaces its socket(2) call for
+// each (the purpose is always a connection). No option reaches libcurl's other descriptors: its wake-up socket pair
+// (close-on-exec from 8.8) and, during a name lookup, the threaded resolver's.
 static int open_close_on_exec(void *context, int purpose, SocketRequestABI *request) {
     (void)context;
     (void)purpose;

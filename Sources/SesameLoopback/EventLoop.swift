@@ -315,9 +315,16 @@ func closeDescriptor(_ fd: Int32) {
 ///
 /// `close` alone ends neither while another process has a copy of the descriptor — a child between its fork and its
 /// exec, one that forked without exec — so the port would stay bound and a client would wait for an end that does
-/// not come; `shutdown` ends it for every copy (queued output is still sent).
+/// not come; `shutdown` ends it for every copy (queued output is still sent). Apple's kernels cannot shut a
+/// listener down (ENOTCONN): there a copy kept by a process that forked without exec keeps the port.
 func closeSocket(_ fd: Int32) {
-    _ = shutdown(fd, Int32(SHUT_RDWR))
+    #if canImport(Darwin)
+        // Each direction on its own: Darwin refuses SHUT_RDWR, sending no FIN, once the peer has half-closed.
+        _ = shutdown(fd, SHUT_WR)
+        _ = shutdown(fd, SHUT_RD)
+    #else
+        _ = shutdown(fd, Int32(SHUT_RDWR))
+    #endif
     _ = close(fd)
 }
 

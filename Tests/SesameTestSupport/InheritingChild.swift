@@ -24,6 +24,8 @@ package struct InheritingChild: Sendable {
     }
 
     /// What each of the child's descriptors names (`socket:[INODE]` for a socket), read from `/proc` (Linux).
+    ///
+    /// Never empty where `/proc` can be read: the child has its standard input, output and error.
     package func descriptorNames() -> Set<String> {
         let folder = "/proc/\(pid)/fd"
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
@@ -39,8 +41,9 @@ package struct InheritingChild: Sendable {
 }
 
 #if os(Linux)
-    /// This process's TCP sockets whose local port is `localPort` (a server's listeners and accepted connections) or
-    /// whose peer's port is `peerPort` (clients of that server), with the `socket:[INODE]` name `/proc` gives each.
+    /// This process's IPv4 sockets whose local port is `localPort` (the listener and accepted connections of a server
+    /// on 127.0.0.1) or whose peer's port is `peerPort` (clients of that server), with the `socket:[INODE]` name
+    /// `/proc` gives each. (IPv4 only: a server of the parallel run on `::1` may have the same port number.)
     package func socketDescriptors(localPort: Int? = nil, peerPort: Int? = nil) -> [(fd: Int32, name: String)] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return entries.compactMap { entry -> (fd: Int32, name: String)? in
@@ -69,11 +72,6 @@ package struct InheritingChild: Sendable {
             if family == AF_INET {
                 return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
                     Int(UInt16(bigEndian: $0.pointee.sin_port))
-                }
-            }
-            if family == AF_INET6 {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
                 }
             }
             return nil
