@@ -148,26 +148,36 @@ import Testing
     func concurrentClients() async throws {
         let running = try RunningServer()
         defer { running.server.stop() }
-        let results = await withTaskGroup(of: Bool.self) { group in
+        // Each client says where it failed (nil: it did not), so that a failure in CI says why.
+        let failures = await withTaskGroup(of: String?.self) { group in
             for index in 0..<200 {
                 group.addTask {
+                    var step = "register"
                     do {
                         let email = "user\(index)@example.com"
-                        guard try await running.register(email).status == 201 else { return false }
+                        let registered = try await running.register(email)
+                        guard registered.status == 201 else { return "register: \(registered.status)" }
+                        step = "login"
                         let login = try await running.login(email)
-                        guard let token = login.json?["refreshToken"]?.stringValue else { return false }
+                        guard let token = login.json?["refreshToken"]?.stringValue else {
+                            return "login: \(login.status)"
+                        }
+                        step = "refresh"
                         let refreshed = try await running.refresh(token)
-                        guard let access = refreshed.json?["accessToken"]?.stringValue else { return false }
-                        return try await running.client.send("GET", "/me", bearer: access).json?["email"]
-                            == .string(email)
+                        guard let access = refreshed.json?["accessToken"]?.stringValue else {
+                            return "refresh: \(refreshed.status)"
+                        }
+                        step = "me"
+                        let me = try await running.client.send("GET", "/me", bearer: access)
+                        return me.json?["email"] == .string(email) ? nil : "me: \(me.status)"
                     } catch {
-                        return false
+                        return "\(step): \(error)"
                     }
                 }
             }
-            return await group.reduce(into: [Bool]()) { $0.append($1) }
+            return await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
         }
-        #expect(results.count == 200 && results.allSatisfy { $0 })
+        #expect(failures.isEmpty, "\(failures.count) of 200 failed: \(Set(failures).sorted().prefix(5))")
         let counters = try await running.counters()
         #expect(counters["registrations"] == 200 && counters["logins"] == 200 && counters["refreshes"] == 200)
         #expect(counters["reuseDetections"] == 0)

@@ -203,6 +203,44 @@ import Testing
     }
 
     @Test(
+        "a step-up queued behind another's sheet returns at once when cancelled; the sheet stays, and the next still waits for it",
+        .timeLimit(.minutes(1)))
+    func queuedCancel() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let (auth, _) = try await Self.signedIn(oidc)
+        let agent = BlockingAgent()
+        let front = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
+        await Self.until { agent.entered.value == 1 }
+        let queued = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
+        queued.cancel()
+        // Before, it waited for the sheet in front to close (here, an hour): then the test closes it after 30 s.
+        let returned = LockedBox(false)
+        let watcher = Task {
+            _ = try? await queued.value
+            returned.mutate { $0 = true }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        await Self.until { returned.value || ContinuousClock.now >= deadline }
+        #expect(returned.value, "the cancelled step-up returned while the sheet in front is up")
+        if !returned.value { front.cancel() }
+        await watcher.value
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        #expect(agent.entered.value == 1 && agent.cancelled.value == 0, "the sheet in front is still up")
+        // A third step-up (other requirements) still queues behind the front one, through the cancelled one.
+        let third = Task {
+            try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR], maxAge: 60), with: agent)
+        }
+        for _ in 0..<2000 { await Task.yield() }
+        #expect(agent.entered.value == 1, "no second sheet while the first is up")
+        front.cancel()
+        await Self.until { agent.entered.value == 2 }
+        third.cancel()
+        for task in [front, third] { _ = try? await task.value }
+        #expect(agent.mostAtOnce.value == 1, "one sign-in sheet at a time")
+    }
+
+    @Test(
         "step-ups: one sheet at a time across requirements, a cancelled caller cancels the sign-in, no session no step-up"
     )
     func coordination() async throws {
@@ -211,8 +249,9 @@ import Testing
         let (auth, _) = try await Self.signedIn(oidc)
         let agent = BlockingAgent()
         let first = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
-        let second = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
+        // The second starts once the first's sheet is up (two tasks started together may run in either order).
         await Self.until { agent.entered.value == 1 }
+        let second = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
         first.cancel()
         await Self.until { agent.entered.value == 2 }
         second.cancel()

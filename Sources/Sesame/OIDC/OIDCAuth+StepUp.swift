@@ -15,7 +15,8 @@ extension OIDCAuth {
     ///   for the same requirements finished (within 30 seconds, the session unchanged) gets its result without
     ///   another sign-in, when it still meets them.
     /// - Cancelling the caller cancels the sign-in when no other caller is waiting for it (the agent sees the
-    ///   cancellation: `ASWebAuthenticationSession` closes its sheet).
+    ///   cancellation: `ASWebAuthenticationSession` closes its sheet), and the caller returns at once, also while its
+    ///   step-up waits behind another one's sheet (which stays).
     /// - Retry the challenged call once afterwards; ``AuthorizedClient`` does so itself when made with
     ///   ``client(for:additionalOrigins:stepUpWith:)`` — the same request, body included: it was refused, not
     ///   performed.
@@ -40,14 +41,18 @@ extension OIDCAuth {
         let waiter = UUID()
         let task = stepUps.join(requirements, waiter: waiter) { previous in
             Task {
-                // One sign-in at a time: a step-up for other requirements waits for the one in progress.
+                // One sign-in at a time: a step-up for other requirements waits for the one in progress, even
+                // cancelled (it then ends without a sheet), so that the next one queues behind it as well.
                 if let previous { _ = try? await previous.value }
+                try Task.checkCancellation()
                 return try await self.performStepUp(challenge, with: agent)
             }
         }
         do {
+            // A cancelled caller returns at once, though the step-up it waited for (queued behind another sheet,
+            // or shared with other callers) ends later.
             let tokens = try await withTaskCancellationHandler {
-                try await task.value
+                try await StepUpCoordinator.value(of: task)
             } onCancel: {
                 if stepUps.leave(task, waiter: waiter) { task.cancel() }
             }
@@ -147,7 +152,63 @@ final class StepUpCoordinator: Sendable {
             let task = start(state.running?.task)
             state.running = Running(requirements: requirements, task: task)
             state.waiters[task] = [waiter]
+            // It is the newest until it has ended, whatever its callers do: the next one waits for it.
+            Task {
+                _ = await task.result
+                self.state.withLock { state in
+                    if state.running?.task == task { state.running = nil }
+                }
+            }
             return task
+        }
+    }
+
+    /// `task`'s value, or `CancellationError` as soon as the current task is cancelled (`task` runs on).
+    static func value(of task: Task<TokenSet, any Error>) async throws -> TokenSet {
+        let relay = Relay()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                relay.arm(continuation)
+                Task { relay.finish(await task.result) }
+            }
+        } onCancel: {
+            relay.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// The first of two outcomes, handed to a continuation armed before or after it arrives.
+    private final class Relay: Sendable {
+        private struct Slot {
+            var continuation: CheckedContinuation<TokenSet, any Error>?
+            var outcome: Result<TokenSet, any Error>?
+            var resumed = false
+        }
+        private let slot = LockedValue(Slot())
+
+        func arm(_ continuation: CheckedContinuation<TokenSet, any Error>) {
+            let ready = slot.withLock { slot -> Result<TokenSet, any Error>? in
+                guard let outcome = slot.outcome else {
+                    slot.continuation = continuation
+                    return nil
+                }
+                slot.resumed = true
+                return outcome
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+
+        func finish(_ outcome: Result<TokenSet, any Error>) {
+            let waiting = slot.withLock { slot -> CheckedContinuation<TokenSet, any Error>? in
+                guard !slot.resumed, slot.outcome == nil else { return nil }
+                guard let continuation = slot.continuation else {
+                    slot.outcome = outcome
+                    return nil
+                }
+                slot.resumed = true
+                slot.continuation = nil
+                return continuation
+            }
+            waiting?.resume(with: outcome)
         }
     }
 
@@ -165,7 +226,6 @@ final class StepUpCoordinator: Sendable {
         _ task: Task<TokenSet, any Error>, waiter: UUID, requirements: Requirements, tokens: TokenSet?, at time: Date
     ) {
         state.withLock { state in
-            if state.running?.task == task { state.running = nil }
             if var waiting = state.waiters[task] {
                 waiting.remove(waiter)
                 state.waiters[task] = waiting.isEmpty ? nil : waiting
