@@ -110,6 +110,8 @@ final class StepUpCoordinator: Sendable {
     private struct Running {
         let requirements: Requirements
         let task: Task<TokenSet, any Error>
+        /// Every caller left, so it is cancelled: a new caller starts another (queued behind it), never joins it.
+        var abandoned = false
     }
 
     private struct State {
@@ -145,7 +147,7 @@ final class StepUpCoordinator: Sendable {
         start: (Task<TokenSet, any Error>?) -> Task<TokenSet, any Error>
     ) -> Task<TokenSet, any Error> {
         state.withLock { state in
-            if let running = state.running, running.requirements == requirements {
+            if let running = state.running, running.requirements == requirements, !running.abandoned {
                 state.waiters[running.task, default: []].insert(waiter)
                 return running.task
             }
@@ -217,6 +219,7 @@ final class StepUpCoordinator: Sendable {
         state.withLock { state in
             guard var waiting = state.waiters[task], waiting.remove(waiter) != nil else { return false }
             state.waiters[task] = waiting
+            if waiting.isEmpty, state.running?.task == task { state.running?.abandoned = true }
             return waiting.isEmpty
         }
     }
