@@ -10,13 +10,14 @@ extension OIDCAuth {
     /// new ID token must answer them — its `acr` one of the values, its `auth_time` within `max_age` (catalog
     /// STEP-03) — and name the session's user; otherwise nothing is stored and the session keeps its credentials.
     ///
-    /// - Callers with the same requirements share one sign-in while it runs; a step-up for other requirements
-    ///   waits for the one in progress (one sign-in sheet at a time). A caller that arrives just after a step-up
-    ///   for the same requirements finished (within 30 seconds, the session unchanged) gets its result without
-    ///   another sign-in, when it still meets them.
-    /// - Cancelling the caller cancels the sign-in when no other caller is waiting for it (the agent sees the
-    ///   cancellation: `ASWebAuthenticationSession` closes its sheet), and the caller returns at once, also while its
-    ///   step-up waits behind another one's sheet (which stays).
+    /// - Callers with the same requirements share one sign-in while it runs — unless all its callers cancelled: a
+    ///   new caller then gets its own, after that one ends. A step-up for other requirements waits for the one in
+    ///   progress (one sign-in sheet at a time). A caller that arrives just after a step-up for the same
+    ///   requirements finished (within 30 seconds, the session unchanged) gets its result without another sign-in,
+    ///   when it still meets them.
+    /// - A cancelled caller returns at once with `CancellationError`. Its sign-in is cancelled (the agent sees it:
+    ///   `ASWebAuthenticationSession` closes its sheet) only when no other caller waits for it; a sheet for another
+    ///   step-up stays up.
     /// - Retry the challenged call once afterwards; ``AuthorizedClient`` does so itself when made with
     ///   ``client(for:additionalOrigins:stepUpWith:)`` — the same request, body included: it was refused, not
     ///   performed.
