@@ -147,20 +147,15 @@ public final class HTTPServer: @unchecked Sendable {
     @discardableResult
     public func start() throws -> Int {
         let (listeners, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: 512)
-        let poller: Poller
-        let wake: (read: Int32, write: Int32)
-        do {
-            guard let ends = Socket.pipe() else { throw LoopbackError("pipe failed") }
-            wake = ends
-            do {  // (closing the pipe when the poller cannot be made)
-                poller = try Poller()
-            } catch {
-                close(ends.read)
-                close(ends.write)
-                throw error
-            }
-        } catch {
+        guard let wake = Socket.pipe() else {
             for fd in listeners { close(fd) }
+            throw LoopbackError("pipe failed")
+        }
+        let poller: Poller
+        do {
+            poller = try Poller()
+        } catch {
+            for fd in listeners + [wake.read, wake.write] { close(fd) }
             throw error
         }
         (wakeRead, wakeWrite) = wake

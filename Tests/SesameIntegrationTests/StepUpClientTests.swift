@@ -208,10 +208,7 @@ import Testing
     func queuedCancel() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let (auth, _) = try await Self.signedIn(oidc)
-        let agent = BlockingAgent()
-        let front = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
-        await Self.until { agent.entered.value == 1 }
+        let (auth, agent, front) = try await Self.sheetUp(oidc)
         let queued = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
         for _ in 0..<200 { await Task.yield() }  // (mostly waiting by now; cancelled before it starts, the same)
         queued.cancel()
@@ -237,6 +234,15 @@ import Testing
         #expect(agent.mostAtOnce.value == 1, "one sign-in sheet at a time")
     }
 
+    /// A signed-in session with a step-up (for the MFA `acr`) whose sheet is up in a ``BlockingAgent``.
+    static func sheetUp(_ oidc: OIDCTestServer) async throws -> (OIDCAuth, BlockingAgent, Task<TokenSet, any Error>) {
+        let (auth, _) = try await signedIn(oidc)
+        let agent = BlockingAgent()
+        let step = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
+        await until { agent.entered.value == 1 }
+        return (auth, agent, step)
+    }
+
     /// Whether `task` ends within `limit`; if not, the test goes on (and says so) instead of hanging.
     static func ends<Success>(_ task: Task<Success, any Error>, within limit: Duration) async -> Bool {
         let ended = LockedBox(false)
@@ -255,11 +261,8 @@ import Testing
     func coordination() async throws {
         let oidc = try OIDCTestServer()
         defer { oidc.stop() }
-        let (auth, _) = try await Self.signedIn(oidc)
-        let agent = BlockingAgent()
-        let first = Task { try await auth.stepUp(StepUpChallenge(acrValues: [DevServer.mfaACR]), with: agent) }
         // The second starts once the first's sheet is up (two tasks started together may run in either order).
-        await Self.until { agent.entered.value == 1 }
+        let (auth, agent, first) = try await Self.sheetUp(oidc)
         let second = Task { try await auth.stepUp(StepUpChallenge(maxAge: 60), with: agent) }
         first.cancel()
         await Self.until { agent.entered.value == 2 }

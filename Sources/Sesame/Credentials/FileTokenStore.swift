@@ -65,15 +65,13 @@ public struct FileTokenStore: TokenStore {
     private func load(profile: String, settingAside: Bool) async throws -> TokenSet? {
         let url = try fileURL(profile)
         try SecureDirectory.prepare(directory)
-        let read: (data: Data, identity: (device: UInt64, inode: UInt64))?
-        do {
-            read = try PrivateFile.read(url.path)
-        } catch let error as AuthError where error.code == .storeCorrupt {
-            // Over the size limit: as unreadable as a corrupt file, and as worth keeping.
-            guard let identity = PrivateFile.regularFile(url.path) else { throw error }
+        let (data, identity): (Data, (device: UInt64, inode: UInt64))
+        switch try Self.readStored(url) {
+        case .absent: return nil
+        case .oversized(let identity):  // as unreadable as a corrupt file, and as worth keeping
             return try await unreadable(url, identity, profile: profile, settingAside: settingAside)
+        case .bytes(let read, let readIdentity): (data, identity) = (read, readIdentity)
         }
-        guard let (data, identity) = read else { return nil }
         do {
             let (tokens, format) = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
             if format < StoredFormat.tokens {
@@ -93,6 +91,27 @@ public struct FileTokenStore: TokenStore {
             throw error  // a newer release's file: left exactly as it is
         } catch {
             return try await unreadable(url, identity, profile: profile, settingAside: settingAside)
+        }
+    }
+
+    /// The stored file: its bytes, or only its identity when it is over the size limit (a regular file of this
+    /// user, not read), or absent.
+    private enum Stored {
+        case absent
+        case bytes(Data, (device: UInt64, inode: UInt64))
+        case oversized((device: UInt64, inode: UInt64))
+    }
+
+    /// Reads the stored file.
+    ///
+    /// - Throws: as `PrivateFile.read`, but for a regular file over the size limit, which is `.oversized`.
+    private static func readStored(_ url: URL) throws -> Stored {
+        do {
+            guard let (data, identity) = try PrivateFile.read(url.path) else { return .absent }
+            return .bytes(data, identity)
+        } catch let error as AuthError where error.code == .storeCorrupt {
+            guard let identity = PrivateFile.regularFile(url.path) else { throw error }
+            return .oversized(identity)
         }
     }
 
@@ -158,19 +177,14 @@ public struct FileTokenStore: TokenStore {
     /// place). Adding a name is safe without the lock: nothing is unlinked but the name just made, and that only if
     /// it names another file.
     private static func keepUnreadable(_ url: URL) {
-        let read: (data: Data, identity: (device: UInt64, inode: UInt64))?
-        do {
-            read = try PrivateFile.read(url.path)
-        } catch let error as AuthError where error.code == .storeCorrupt {
-            // Over the size limit.
-            if let identity = PrivateFile.regularFile(url.path) {
-                _ = PrivateFile.linkAside(url.path, identity: identity)
-            }
+        let (data, identity): (Data, (device: UInt64, inode: UInt64))
+        switch try? readStored(url) {
+        case .none, .absent: return
+        case .oversized(let identity):
+            _ = PrivateFile.linkAside(url.path, identity: identity)
             return
-        } catch {
-            return
+        case .bytes(let read, let readIdentity): (data, identity) = (read, readIdentity)
         }
-        guard let (data, identity) = read else { return }
         do {
             _ = try StoredFormat.decodeTokens(data, from: "the credentials file \(url.path)")
         } catch is AuthError {
