@@ -177,7 +177,11 @@ enum SessionBenchmark {
     /// User + system CPU time of this process so far.
     static func processCPUSeconds() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #if canImport(Glibc)
+            getrusage(RUSAGE_SELF.rawValue, &usage)  // an enum in Glibc
+        #else
+            getrusage(RUSAGE_SELF, &usage)  // an Int32 in Darwin
+        #endif
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }

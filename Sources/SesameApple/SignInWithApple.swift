@@ -3,7 +3,7 @@
 // (SignInWithAppleNonce) is portable and tested on Linux.
 #if canImport(AuthenticationServices) && !os(watchOS)
     public import AuthenticationServices
-    public import Foundation
+    import Foundation
     import Sesame
 
     /// What Sign in with Apple returns, ready for your backend's exchange.

@@ -29,14 +29,35 @@ public struct ProfileLock: Sendable {
         self.timeout = timeout
     }
 
-    /// A private per-user default for stores whose data is not in files: `$XDG_RUNTIME_DIR/sesame-locks` when set,
-    /// else `~/.cache/sesame/locks`.
+    /// A private per-user default for stores whose data is not in files.
+    ///
+    /// - Linux and macOS: `$XDG_RUNTIME_DIR/sesame-locks` when set, else `~/.cache/sesame/locks` (a sandboxed Mac
+    ///   app's home is its container).
+    /// - iOS, tvOS, watchOS and visionOS: `Library/Caches/Sesame/locks` in the app's own container (an app there
+    ///   has no user home to write in, and tvOS keeps no other local folder). It serializes refreshes between the app's own
+    ///   processes only: an app and its extensions share a lock only in their **app group's** container — a
+    ///   folder under `FileManager.default.containerURL(forSecurityApplicationGroupIdentifier:)`, which
+    ///   SesameApple's `KeychainTokenStore.keychain(service:appGroup:)` uses. The system empties Caches only while
+    ///   the app is not running, and a lock file that is gone is made again.
     public static var defaultDirectory: URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return URL(fileURLWithPath: runtime).appendingPathComponent("sesame-locks")
-        }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/sesame/locks")
+        #if os(Linux) || os(macOS) || os(Android) || os(OpenBSD) || os(FreeBSD) || os(Windows)
+            let environment = ProcessInfo.processInfo.environment
+            if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+                return URL(fileURLWithPath: runtime).appendingPathComponent("sesame-locks")
+            }
+            return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/sesame/locks")
+        #else
+            return containerDefaultDirectory
+        #endif
+    }
+
+    /// The default on iOS, tvOS, watchOS and visionOS (see ``defaultDirectory``): compiled on every platform, so
+    /// that Linux builds and tests it too.
+    static var containerDefaultDirectory: URL {
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSTemporaryDirectory())
+        return caches.appendingPathComponent("Sesame/locks")
     }
 
     /// Runs `body` while holding the lock of `profile`.

@@ -237,7 +237,10 @@ struct SessionMachine {
     ///
     /// - Throws: ``AuthError/Code/refreshBudgetExceeded`` when the window is full.
     mutating func charge(now: ContinuousClock.Instant) throws {
-        refreshTimes.removeAll { now - $0 > budget.window }
+        // A local copy: the closure must not read `self` while `refreshTimes` is being modified (on Apple
+        // platforms a struct holding Foundation's resilient types is address-only, and the read would overlap).
+        let window = budget.window
+        refreshTimes.removeAll { now - $0 > window }
         guard refreshTimes.count < budget.maxRefreshes else {
             throw AuthError(
                 .refreshBudgetExceeded,
