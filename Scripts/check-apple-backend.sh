@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Builds SesameJOSE with its Apple backend (BackingKey+CryptoKit.swift) against swift-crypto's `Crypto` — the same
-# API as CryptoKit — and runs the SesameJOSE test suite against it: RFC vectors, Wycheproof, the attack tests.
+# Runs the SesameJOSE test suite on its Apple backend (BackingKey+CryptoKit.swift) built against swift-crypto's
+# `Crypto` — CryptoKit's API over BoringSSL: RFC vectors, Wycheproof, the attack tests. This is the one Apple check
+# that *runs* code; Scripts/check-apple.sh type-checks every Apple-only file (this backend included) against the
+# stand-ins and needs nothing but the toolchain.
 #
 # The check package is generated under .build/apple-backend-check (outside the main package graph: the product
 # keeps zero dependencies, users never resolve swift-crypto). It links the main package's SesameJOSE sources and
 # tests and defines SESAME_CRYPTO_BACKEND, which selects the CryptoKit backend where libcrypto is absent.
 #
 # RSA goes through Apple's Security framework, which Linux has not: RSA keys import here but cannot sign or
-# verify, and the tests that need RSA say so and are skipped (their count is printed). Needs ../shared/vendor (swift-crypto 4.x,
-# swift-asn1); without it the check is skipped with a notice and exits 0.
+# verify, and the tests that need RSA say so and are skipped (their count is printed). Needs local copies of
+# swift-crypto 4.x and swift-asn1 1.x (SESAME_VENDOR=DIR; this workspace keeps none): without them it prints
+# "skipped" and exits 0.
 #
-#   Scripts/check-apple-backend.sh            build and test
-#   Scripts/check-apple-backend.sh --mutation one byte of the backend's ES256 signatures flipped: must fail
-#   SESAME_VENDOR=/path/to/vendor Scripts/check-apple-backend.sh
+#   SESAME_VENDOR=DIR Scripts/check-apple-backend.sh            build and test
+#   SESAME_VENDOR=DIR Scripts/check-apple-backend.sh --mutation one byte of the backend's ES256 signatures
+#                                                               flipped: must fail
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 vendor=${SESAME_VENDOR:-$root/../shared/vendor}
 if [ ! -d "$vendor/swift-crypto" ] || [ ! -d "$vendor/swift-asn1" ]; then
-    echo "check-apple-backend.sh: NOTICE: $vendor has no swift-crypto and swift-asn1 (set SESAME_VENDOR to a folder"
-    echo "  with copies of swift-crypto 4.x and swift-asn1 1.x); the CryptoKit backend check is SKIPPED, not passed"
+    echo "check-apple-backend.sh: skipped: running the JOSE suite on the CryptoKit backend needs swift-crypto 4.x and"
+    echo "  swift-asn1 1.x, and $vendor has neither (set SESAME_VENDOR); the backend is type-checked only (check-apple.sh)"
     exit 0
 fi
 vendor=$(cd "$vendor" && pwd)
@@ -110,52 +113,3 @@ if [ "${1:-}" = "--mutation" ]; then
 fi
 [ "$status" -eq 0 ] || exit "$status"
 
-# Stage 2: type-check what is Apple-only and cannot run here — SesameApple, the Security RSA shim, the CryptoKit
-# backend in its Apple configuration (CommonCrypto, Security) and Sesame without the Linux C modules (the
-# URLSession transport as the platform's) — against the stand-in declarations in Checks/AppleStubs.
-stubs=$root/.build/apple-stubs
-mkdir -p "$stubs"
-modules=$check/.build/debug/Modules
-crypto_includes=(-Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSL/include"
-    -Xcc "-I$vendor/swift-crypto/Sources/CCryptoBoringSSLShims/include")
-cp "$modules/Crypto.swiftmodule" "$modules/CryptoBoringWrapper.swiftmodule" "$stubs/"
-for stub in Security CommonCrypto AuthenticationServices CryptoKit os LocalAuthentication; do
-    swiftc -emit-module -parse-as-library -swift-version 5 -module-name "$stub" -I "$stubs" "${crypto_includes[@]}" \
-        "$root/Checks/AppleStubs/$stub.swift" -emit-module-path "$stubs/$stub.swiftmodule"
-done
-# The main package's Sesame and SesameJOSE modules.
-swift build --target SesameApple -j 2 >"$stubs/build.log" 2>&1 || {
-    tail -20 "$stubs/build.log"
-    exit 1
-}
-package_name=$(basename "$root" | tr '[:upper:]' '[:lower:]')
-flags=(-typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny
-    -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility
-    -package-name "$package_name" -I "$stubs" "${crypto_includes[@]}")
-main_modules=(-I "$root/.build/debug/Modules" -Xcc "-fmodule-map-file=$root/Sources/CSesameOpenSSL/module.modulemap"
-    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameEpoll.build/module.modulemap")  # SesameLoopback was built on Linux
-typecheck() {  # name, then swiftc arguments
-    local name=$1
-    shift
-    local out status=0
-    out=$(swiftc "${flags[@]}" "$@" 2>&1) || status=$?
-    if [ "$status" -ne 0 ] || grep -qE "error|warning" <<<"$out"; then
-        echo "$out" | grep -E "error|warning" | head -40
-        echo "check-apple-backend.sh: $name does not type-check against the Apple stand-ins"
-        exit 1
-    fi
-    echo "check-apple-backend.sh: type-checked $name against the Apple stand-ins"
-}
-mapfile -t jose_sources < <(find "$root/Sources/SesameJOSE" -name '*.swift')
-typecheck "SesameJOSE (CryptoKit + CommonCrypto + Security RSA)" -module-name SesameJOSE "${jose_sources[@]}"
-mapfile -t loopback_sources < <(find "$root/Sources/SesameLoopback" -name '*.swift')
-# Without CSesameEpoll (Linux only) the event loop takes its poll(2) path, as on Apple platforms.
-typecheck "SesameLoopback (poll instead of epoll)" -module-name SesameLoopback "${loopback_sources[@]}"
-mapfile -t sesame_sources < <(find "$root/Sources/Sesame" -name '*.swift')
-typecheck "Sesame (URLSession transport, no libcurl or libsecret)" -module-name Sesame "${main_modules[@]}" \
-    "${sesame_sources[@]}"
-typecheck "SesameApple" -module-name SesameApple -D SESAME_APPLE_TYPECHECK "${main_modules[@]}" \
-    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameCurl.build/module.modulemap" \
-    -Xcc "-fmodule-map-file=$root/.build/debug/CSesameSecret.build/module.modulemap" "$root"/Sources/SesameApple/*.swift
-echo "check-apple-backend.sh: only a Mac can check: Apple's runtime behaviour (Keychain, Secure Enclave, CryptoKit,"
-echo "  Security RSA, ASWebAuthenticationSession), the stand-ins' fidelity, and the os(iOS/macOS) branches"

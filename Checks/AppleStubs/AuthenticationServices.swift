@@ -2,14 +2,17 @@
 // type-checking only. The presentation-context protocols and the authorization delegate are main-actor isolated,
 // as in Apple's current SDK (UI actor); the session's completion handler is a plain closure, which the system
 // calls on a queue of its own. (Sesame's witnesses are written to satisfy older, nonisolated declarations too.)
+// Like Apple's framework module (`export *`) it re-exports the Objective-C modules below it — ObjectiveC's NSObject
+// here — but not Foundation's Swift types (URL, Data): a public use of those needs Foundation imported publicly.
 import Foundation
+@_exported import ObjectiveC
 
 /// UIWindow / NSWindow on Apple platforms: main-actor isolated, like them.
-@MainActor open class ASPresentationAnchor: NSObject {}
+@MainActor open class ASPresentationAnchor: ObjectiveC.NSObject {}
 
 private func stub() -> Never { fatalError("Apple stand-in: type-checking only") }
 
-@MainActor public protocol ASWebAuthenticationPresentationContextProviding: NSObjectProtocol {
+@MainActor public protocol ASWebAuthenticationPresentationContextProviding: ObjectiveC.NSObjectProtocol {
     func presentationAnchor(for session: ASWebAuthenticationSession) -> ASPresentationAnchor
 }
 
@@ -22,7 +25,7 @@ public struct ASWebAuthenticationSessionError: Error, Hashable {
     public var code: Code
 }
 
-open class ASWebAuthenticationSession: NSObject {
+open class ASWebAuthenticationSession: ObjectiveC.NSObject {
     public typealias CompletionHandler = (URL?, (any Error)?) -> Void
     public init(url URL: URL, callbackURLScheme: String?, completionHandler: @escaping CompletionHandler) { stub() }
     open weak var presentationContextProvider: (any ASWebAuthenticationPresentationContextProviding)?
@@ -31,7 +34,7 @@ open class ASWebAuthenticationSession: NSObject {
     open func cancel() { stub() }
 }
 
-open class ASAuthorization: NSObject {
+open class ASAuthorization: ObjectiveC.NSObject {
     public struct Scope: RawRepresentable, Hashable, Sendable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -41,9 +44,9 @@ open class ASAuthorization: NSObject {
     open var credential: any ASAuthorizationCredential { stub() }
 }
 
-public protocol ASAuthorizationCredential: NSObjectProtocol {}
+public protocol ASAuthorizationCredential: ObjectiveC.NSObjectProtocol {}
 
-open class ASAuthorizationRequest: NSObject {}
+open class ASAuthorizationRequest: ObjectiveC.NSObject {}
 
 open class ASAuthorizationOpenIDRequest: ASAuthorizationRequest {
     open var requestedScopes: [ASAuthorization.Scope]?
@@ -55,19 +58,19 @@ open class ASAuthorizationAppleIDRequest: ASAuthorizationOpenIDRequest {
     open var user: String?
 }
 
-open class ASAuthorizationAppleIDProvider: NSObject {
+open class ASAuthorizationAppleIDProvider: ObjectiveC.NSObject {
     public override init() { stub() }
     open func createRequest() -> ASAuthorizationAppleIDRequest { stub() }
 }
 
-open class ASAuthorizationAppleIDCredential: NSObject, ASAuthorizationCredential {
+open class ASAuthorizationAppleIDCredential: ObjectiveC.NSObject, ASAuthorizationCredential {
     open var user: String { stub() }
     open var identityToken: Data? { stub() }
     open var authorizationCode: Data? { stub() }
     open var email: String? { stub() }
 }
 
-@MainActor public protocol ASAuthorizationControllerDelegate: NSObjectProtocol {
+@MainActor public protocol ASAuthorizationControllerDelegate: ObjectiveC.NSObjectProtocol {
     func authorizationController(
         controller: ASAuthorizationController, didCompleteWithAuthorization authorization: ASAuthorization)
     func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error)
@@ -81,11 +84,11 @@ extension ASAuthorizationControllerDelegate {
     public func authorizationController(controller: ASAuthorizationController, didCompleteWithError error: any Error) {}
 }
 
-@MainActor public protocol ASAuthorizationControllerPresentationContextProviding: NSObjectProtocol {
+@MainActor public protocol ASAuthorizationControllerPresentationContextProviding: ObjectiveC.NSObjectProtocol {
     func presentationAnchor(for controller: ASAuthorizationController) -> ASPresentationAnchor
 }
 
-open class ASAuthorizationController: NSObject {
+open class ASAuthorizationController: ObjectiveC.NSObject {
     public init(authorizationRequests: [ASAuthorizationRequest]) { stub() }
     open weak var delegate: (any ASAuthorizationControllerDelegate)?
     open weak var presentationContextProvider: (any ASAuthorizationControllerPresentationContextProviding)?

@@ -2,6 +2,7 @@
 // written from Apple's documentation with the same names, labels, isolation and builders. Never linked or run.
 // Like SwiftUI, it re-exports Foundation.
 @_exported import Foundation
+@_exported import ObjectiveC
 import Observation
 
 private func stub() -> Never { fatalError("Apple stand-in: type-checking only") }
@@ -177,13 +178,13 @@ import AuthenticationServices
 
 public typealias UIWindow = ASPresentationAnchor
 
-@MainActor open class UIScene: NSObject {}
+@MainActor open class UIScene: ObjectiveC.NSObject {}
 
 @MainActor open class UIWindowScene: UIScene {
     open var keyWindow: UIWindow? { stub() }
 }
 
-@MainActor open class UIApplication: NSObject {
+@MainActor open class UIApplication: ObjectiveC.NSObject {
     public static var shared: UIApplication { stub() }
     open var connectedScenes: Set<UIScene> { stub() }
 }

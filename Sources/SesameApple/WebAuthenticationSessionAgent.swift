@@ -1,7 +1,7 @@
 // The Apple user agent for OpenID Connect sign-in: a thin shim over ASWebAuthenticationSession. Everything it
 // drives (the request, the redirect checks, the exchange) is the portable OIDCAuthProvider, tested on Linux; this
 // file only presents the page and hands back the redirect URL.
-#if canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS) || SESAME_APPLE_TYPECHECK)
+#if canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS))
     public import AuthenticationServices
     public import Foundation
     public import Sesame
