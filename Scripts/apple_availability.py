@@ -5,8 +5,10 @@
 
 Each DUMP is what `swiftc -dump-ast` printed for a module of the check copy (Scripts/apple_check_copy.py): every
 reference there names the declaration the compiler resolved it to (`decl="FoundationEssentials.(file).FileManager.
-homeDirectoryForCurrentUser"`), so a match is by meaning, not by spelling — a typealias, a chain of members or an
-implicit `self` cannot hide it. Two rules, each reported at the original file and line (`--map` turns a copy's
+homeDirectoryForCurrentUser"`, `bind=` for a type's name, `(member decl=` in a key path), so a match is by
+meaning, not by spelling — a chain of members, a key path or an implicit `self` cannot hide it; a type is also
+matched by name in the types nodes are given (a parameter, a cast, a superclass). Not seen: a conformance whose
+witness is an unavailable member (the dump does not print witnesses). Two rules, each reported at the original file and line (`--map` turns a copy's
 folder back into the source folder):
 
 1. UNAVAILABLE: Foundation and C declarations that Apple's documentation lists for macOS only (or not for tvOS and
@@ -16,8 +18,9 @@ folder back into the source folder):
 2. LINUX_ONLY: spellings that exist only in Glibc — Linux-only calls and constants, and `.rawValue` on the Swift
    enums Glibc's C enums import as (`RUSAGE_SELF.rawValue`; Darwin's `RUSAGE_SELF` is a plain Int32). The check
    compiles Glibc where Darwin's C library would be, so these are accepted unless the reference lies inside a
-   Linux-only `#if` clause of the file compiled (one whose condition names Glibc, Musl or one of our Linux-only C
-   modules, without `!` or `||`; `os(Linux)` clauses are already `false` in the check copy).
+   Linux-only `#if` clause of the file compiled (every `||` alternative of its condition names Glibc, Musl, one of
+   our Linux-only C modules, or `!canImport(Darwin)`; `os(Linux)` clauses are already `false` in the check copy).
+   The list is short: a Glibc struct member or initializer it does not name passes (see CONTRIBUTING.md).
 """
 
 import argparse
@@ -65,15 +68,36 @@ LIBC = ("Glibc", "SwiftGlibc", "Musl", "Darwin")
 # Linux-only calls and constants Sesame's sources use or may: Darwin has none of them.
 LINUX_ONLY_NAMES = {
     "accept4", "pipe2", "epoll_create1", "epoll_ctl", "epoll_wait", "eventfd", "SOCK_CLOEXEC", "SOCK_NONBLOCK",
-    "MSG_NOSIGNAL", "O_PATH", "prctl", "getrandom",
+    "MSG_NOSIGNAL", "O_PATH", "prctl", "getrandom", "CLOCK_BOOTTIME",
+    # struct members Darwin names otherwise (st_mtimespec, ...), and memberwise initializers of structs whose
+    # fields differ (Darwin's sockaddr_in has sin_len first)
+    "stat.st_mtim", "stat.st_atim", "stat.st_ctim",
+}
+LINUX_ONLY_FULL = {
+    "sockaddr_in.init(sin_family:sin_port:sin_addr:sin_zero:)",
+    "sockaddr_in6.init(sin6_family:sin6_port:sin6_flowinfo:sin6_addr:sin6_scope_id:)",
 }
 LINUX_ONLY_ENUM_RAW = re.compile(r"^__\w+\.rawValue$")  # Glibc's C enums: __socket_type, __rusage_who, ...
-LINUX_CONDITION = re.compile(
+LINUX_TOKEN = re.compile(
     r"(?<!!)\b(canImport\((Glibc|Musl|CSesameEpoll|CSesameCurl|CSesameSecret|CSesameOpenSSL|CSQLite|"
-    r"FoundationNetworking)\)|os\((Linux|Android)\))"
+    r"FoundationNetworking)\)|os\((Linux|Android)\))|!\s*canImport\(Darwin\)"
 )
 
-REFERENCE = re.compile(r'location=(\S+?):(\d+):\d+\b[^\n]*?\bdecl="([^"]+)"')
+
+def linux_condition(condition):
+    """Whether a clause's condition holds only off Apple platforms: every `||` alternative names a Linux-only
+    module or platform (or `!canImport(Darwin)`)."""
+    alternatives = [part for part in condition.split("||") if part.strip()]
+    return bool(alternatives) and all(LINUX_TOKEN.search(part) for part in alternatives)
+
+
+# Where a node is (`location=FILE:LINE:COL`, or the start of its `range=[FILE:LINE:COL - …]`), what a reference
+# resolved to (`decl=`, a type name's `bind=`, an override's `override=`, a key path's `(member decl=`), and the
+# types a node is given (which name a type only by its unqualified name).
+LOCATION = re.compile(r"(?:location=|range=\[)(/?[^\s:\]]+\.swift):(\d+):\d+")
+RESOLVED = re.compile(r'\b(?:decl|bind|override)="([^"]+)"')
+TYPE_STRING = re.compile(r'\b(?:type|interface_type|result|typerepr)="([^"]+)"')
+TYPE_NAME = re.compile(r"^[A-Z]\w*$")
 
 
 def normalized(decl):
@@ -112,7 +136,7 @@ class LinuxRegions:
             directive = re.match(r"\s*#(if|elseif|else|endif)\b(.*)", text)
             if directive:
                 kind, condition = directive.groups()
-                linux = bool(LINUX_CONDITION.search(condition)) and "||" not in condition
+                linux = linux_condition(condition)
                 if kind == "if":
                     stack.append(linux)
                 elif kind == "elseif" and stack:
@@ -141,27 +165,43 @@ def main():
 
     regions = LinuxRegions()
     findings = set()
+    type_entries = [(entry, platforms, why) for entry, platforms, why in UNAVAILABLE if TYPE_NAME.match(entry)]
     for dump in args.dumps:
+        compiled, line = None, 0  # where the node being read is: its own location, else the last one seen
+        sources = 0
         with open(dump, encoding="utf-8", errors="replace") as file:
             for text in file:
-                if 'decl="' not in text:
+                if text.lstrip().startswith("(source_file "):
+                    sources += 1
+                where = LOCATION.search(text)
+                if where:
+                    compiled, line = where.group(1), int(where.group(2))
+                if compiled is None:
                     continue
-                found = REFERENCE.search(text)
-                if not found:
-                    continue
-                compiled, line, decl = found.group(1), int(found.group(2)), found.group(3)
                 path = original(compiled)
-                module, name = normalized(decl)
-                if module in FOUNDATION + LIBC:
-                    for entry, platforms, why in UNAVAILABLE:
-                        if args.platform in platforms and covers(entry, name):
-                            findings.add(f"{path}:{line}: '{name}' is unavailable in {args.platform} ({why})")
-                if module in LIBC and (name.split("(")[0] in LINUX_ONLY_NAMES or LINUX_ONLY_ENUM_RAW.match(name)):
-                    if not regions.linux_only(compiled, line):  # the file compiled: its #if lines
-                        findings.add(
-                            f"{path}:{line}: '{name}' exists only in Glibc; put it in a Linux-only #if clause "
-                            f"(it does not compile for {args.platform})"
-                        )
+                for decl in RESOLVED.findall(text):
+                    module, name = normalized(decl)
+                    if module in FOUNDATION + LIBC:
+                        for entry, platforms, why in UNAVAILABLE:
+                            if args.platform in platforms and covers(entry, name):
+                                findings.add(f"{path}:{line}: '{name}' is unavailable in {args.platform} ({why})")
+                    if module in LIBC and (
+                        name.split("(")[0] in LINUX_ONLY_NAMES
+                        or name in LINUX_ONLY_FULL
+                        or LINUX_ONLY_ENUM_RAW.match(name)
+                    ):
+                        if not regions.linux_only(compiled, line):  # the file compiled: its #if lines
+                            findings.add(
+                                f"{path}:{line}: '{name}' exists only in Glibc; put it in a Linux-only #if clause "
+                                f"(it does not compile for {args.platform})"
+                            )
+                # A type named only in a type (a parameter, a cast, a superclass) is printed unqualified.
+                for spelled in TYPE_STRING.findall(text):
+                    for entry, platforms, why in type_entries:
+                        if args.platform in platforms and re.search(rf"(?<![\w.]){entry}(?![\w])", spelled):
+                            findings.add(f"{path}:{line}: '{entry}' is unavailable in {args.platform} ({why})")
+        if sources == 0:
+            sys.exit(f"apple_availability.py: {dump} holds no AST (an empty or failed dump would pass everything)")
     for finding in sorted(findings):
         print(f"error: {finding}")
     if findings:

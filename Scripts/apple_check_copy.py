@@ -18,8 +18,8 @@ changes, on the same lines (a diagnostic's line number is the original's):
    and a closure that reads `self` inside a mutating access to another stored property is an exclusivity error that
    Linux, where Foundation's types are fixed-layout, never reports. With the property, Linux reports it too (when
    the copy is compiled to SIL: `-typecheck` does not run those diagnostics). It has a default value, so callers of
-   a memberwise initializer are unchanged; a struct that inherits `OptionSet` or `RawRepresentable` gets none, since
-   its memberwise `init(rawValue:)` is its conformance.
+   a memberwise initializer are unchanged; a struct that inherits `OptionSet` or `RawRepresentable` gets it as a
+   `let` instead, which keeps it out of the memberwise `init(rawValue:)` that is its conformance.
 3. NSObject's module, with --objc (for Apple-only code: SesameApple, the iOS example, whose NSObject subclasses meet
    only the Apple stand-ins; a portable module's class adopting a Linux Foundation protocol such as
    URLSessionTaskDelegate needs Linux's NSObject). `NSObject` and `NSObjectProtocol` become `ObjectiveC.NSObject` and `ObjectiveC.NSObjectProtocol`
@@ -34,8 +34,15 @@ import re
 import sys
 
 PLATFORMS = ("macOS", "iOS", "tvOS", "watchOS", "visionOS")
-ALL_OS = PLATFORMS + ("Linux", "Windows", "Android", "FreeBSD", "OpenBSD", "WASI", "Cygwin", "Haiku", "xrOS")
 INJECTED = "var _sesameAddressOnly: CollectionDifference<Int>? = nil; "
+# For OptionSet and RawRepresentable structs: a `let` with a value is not in the memberwise init(rawValue:) that is
+# their conformance (a `var` would be). Elsewhere a `var`: `self = other` in an init needs it, and a Decodable struct
+# would warn that a `let` with a value is not decoded.
+INJECTED_LET = "let _sesameAddressOnly: CollectionDifference<Int>? = nil; "
+# A regex literal (`/…/` where an expression may start, or `#/…/#`), so that a quote or `struct` inside it is
+# neither a string nor a declaration.
+REGEX_LITERAL = re.compile(r"#+/.*?/#+|/(?![\s/*=])(?:\\.|[^/\\\n])+/")
+REGEX_BEFORE = set("(,=:[{!&|?;+-*<>^~")
 OBJC_NAMES = ("NSObject", "NSObjectProtocol")
 FOUNDATION_IMPORT = re.compile(r"^(\s*)((?:(?:public|package|internal|fileprivate|private|@preconcurrency)\s+)*)import Foundation\s*$")
 
@@ -45,8 +52,6 @@ def rewrite_condition(line, platform):
 
     def os_value(match):
         name = match.group(1)
-        if name not in ALL_OS:
-            sys.exit(f"apple_check_copy.py: unknown os({name}) in: {line.strip()}")
         return "true" if name == platform or (platform == "visionOS" and name == "xrOS") else "false"
 
     line = re.sub(r"\bos\(\s*(\w+)\s*\)", os_value, line)
@@ -55,13 +60,14 @@ def rewrite_condition(line, platform):
 
 
 def rewrite_code(text, objc):
-    """Outside comments and string literals: adds the resilient property after the opening brace of every struct
-    declaration, and spells NSObject and NSObjectProtocol as ObjectiveC's."""
+    """Outside comments, string and regex literals: adds the resilient property after the opening brace of every
+    struct declaration, and (with objc) spells NSObject and NSObjectProtocol as ObjectiveC's."""
     out = []
     i = 0
     n = len(text)
     pending_struct = False  # saw `struct Name`, waiting for its `{`
     header = []  # the struct's header so far: its inheritance clause decides
+    last = ""  # the last character of code (not of a comment), to tell `.struct` and a regex's opening slash
     identifier = re.compile(r"[A-Za-z_]\w*")
     while i < n:
         c = text[i]
@@ -71,25 +77,39 @@ def rewrite_code(text, objc):
             out.append(text[i:end])
             i = end
             continue
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(text[i:end])
-            i = end
+        if text.startswith("/*", i):  # Swift's block comments nest
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(text[i:j])
+            i = j
             continue
         if c == '"' or (c == "#" and re.match(r'#+"', text[i : i + 8])):
             i = copy_string(text, i, out)
+            last = '"'
+            continue
+        regex = REGEX_LITERAL.match(text, i) if c in "#/" and (last == "" or last in REGEX_BEFORE) else None
+        if regex:
+            out.append(regex.group(0))
+            i = regex.end()
+            last = "/"
             continue
         if c == "{" and pending_struct:
             raw = re.search(r"\b(OptionSet|RawRepresentable)\b", "".join(header))
-            out.append("{" if raw else "{ " + INJECTED)
+            out.append("{ " + (INJECTED_LET if raw else INJECTED))
             pending_struct = False
+            last = "{"
             i += 1
             continue
         word = identifier.match(text, i) if (c.isalpha() or c == "_") else None
         if word and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_$")):
             name = word.group(0)
-            after_dot = text[:i].rstrip().endswith(".")
+            after_dot = last == "."
             if name == "struct" and not after_dot and re.match(r"\s+[A-Za-z_]", text[word.end() :]):
                 pending_struct = True
                 header = []
@@ -99,9 +119,12 @@ def rewrite_code(text, objc):
             if pending_struct and word.group(0) != "struct":
                 header.append(name)
             i = word.end()
+            last = "a"
             continue
         if pending_struct:
             header.append(c)
+        if not c.isspace():
+            last = c
         out.append(c)
         i += 1
     return "".join(out)
@@ -162,23 +185,27 @@ def convert(text, platform, objc):
 def filter_diagnostics(output, copy, source):
     """The compiler's errors and warnings about the copy, as Apple's compiler would give them, at the sources' paths.
 
-    The added imports are the check's, not ours: warnings about them go. Apple's Foundation is Linux's Foundation and
-    FoundationNetworking together, so "public import of 'Foundation' was not used" holds only where the added
-    FoundationNetworking import was not used publicly either (URLSessionTransport's public API is URLSession)."""
-    diagnostic = re.compile(r"^(\S+?):(\d+):\d+: (error|warning): (.*)$")
-    lines = [line for line in output.split("\n") if diagnostic.match(line)]
-    unused = re.compile(r"public import of '(\w+)' was not used")
-    networking_unused = {
-        diagnostic.match(line).group(1, 2) for line in lines if "public import of 'FoundationNetworking'" in line
-    }
+    Every line that is an error or a warning counts (with a location or without: `<unknown>:0: warning: …`,
+    `error: …`), except warnings about the imports the copy adds: those are the check's, not ours. Apple's Foundation
+    is Linux's Foundation and FoundationNetworking together, so "public import of 'Foundation' was not used" holds
+    only where the added FoundationNetworking import was not used publicly either (URLSessionTransport's public API
+    is URLSession)."""
+    located = re.compile(r"^(.+?):(\d+):\d+: (?:error|warning): ")
+    counted = re.compile(r"(^|: )(error|warning): ")
+    lines = [line for line in output.split("\n") if counted.search(line) and not line.startswith(" ")]
+    unused = re.compile(r"(?:public|package) import of '(\w+)' was not used")
+
+    def place(line):
+        found = located.match(line)
+        return found.group(1, 2) if found else None
+
+    networking_unused = {place(line) for line in lines if "import of 'FoundationNetworking' was not used" in line}
     kept = []
     for line in lines:
         found = unused.search(line)
         if found and found.group(1) in ("ObjectiveC", "FoundationNetworking"):
             continue
-        if found and found.group(1) == "Foundation" and diagnostic.match(line).group(1, 2) not in networking_unused:
-            continue
-        if re.search(r"'(ObjectiveC|FoundationNetworking)' .*(not used|unused)", line):
+        if found and found.group(1) == "Foundation" and place(line) not in networking_unused:
             continue
         kept.append(line.replace(copy.rstrip("/") + "/", source.rstrip("/") + "/"))
     return sorted(set(kept), key=kept.index)

@@ -19,7 +19,8 @@
 #   Scripts/check-apple.sh iOS macOS    only these
 #   Scripts/check-apple.sh --mutation   put back each class of error the check exists for (the four an Apple SDK
 #                                       compile found, an error planted in SesameApple, a wrong call in the CryptoKit
-#                                       backend): each must fail it
+#                                       backend), then compile the guard's own cases (Checks/AppleCheckCases): each
+#                                       must fail it with the diagnostic it exists for
 #
 # What it cannot see: Apple's run-time behaviour, the stand-ins' fidelity beyond what they declare, and Darwin's C
 # library (Glibc stands in for it, so `#if canImport(Darwin)` halves stay unchecked): see CONTRIBUTING.md.
@@ -64,29 +65,32 @@ modules=(
     "ExampleApp Examples/iOSApp objc library iOS"
     "sesame Sources/sesame - executable macOS"
     "sesame_bench Benchmarks/sesame-bench - executable macOS"
+    "sesame_exit_probe Tests/ExitProbe - executable macOS"
 )
 
 failed=0
 # Compiles one module of the check copy and reads its references; prints what is wrong, returns non-zero then.
-compile() {  # platform, module, copy folder, source folder, kind
-    local platform=$1 module=$2 copy=$3 source=$4 kind=$5
-    local mods=$work/$platform/modules out status=0
+compile() {  # platform, module, copy folder, source folder, kind[, folder for the .swiftmodule]
+    local platform=$1 module=$2 copy=$3 source=$4 kind=$5 status=0 out
+    local mods=$work/$platform/modules emitted=${6:-$work/$platform/modules}
+    local ast=$work/$platform/$module.ast
     local args=("${flags[@]}" -I "$mods" "${sqlite[@]}" -module-name "$module")
     [ "$kind" = library ] && args+=(-parse-as-library)
     [ "$module" = ExampleApp ] || args+=("${features[@]}")
     mapfile -t files < <(find "$copy" -name '*.swift' | sort)
-    out=$(swiftc -wmo -emit-sil -o /dev/null -emit-module -emit-module-path "$mods/$module.swiftmodule" "${args[@]}" \
+    out=$(swiftc -wmo -emit-sil -o /dev/null -emit-module -emit-module-path "$emitted/$module.swiftmodule" "${args[@]}" \
         "${files[@]}" 2>&1) || status=$?
     # The diagnostics as Apple's compiler would give them (the check copy's added imports are not ours).
     out=$(python3 "$root/Scripts/apple_check_copy.py" --filter "$copy" "$source" <<<"$out")
     if [ "$status" -ne 0 ] || [ -n "$out" ]; then
-        echo "$out" | head -40
+        echo "${out:-swiftc exited with $status and no diagnostic}" | head -40
         return 1
     fi
-    swiftc -dump-ast "${args[@]}" "${files[@]}" 2>"$work/$platform/$module.ast" >/dev/null || true
-    python3 "$root/Scripts/apple_availability.py" --platform "$platform" --map "$copy=$source" \
-        "$work/$platform/$module.ast" || status=$?
-    rm -f "$work/$platform/$module.ast"
+    # The AST goes to standard output for one file and to standard error for several: keep both.
+    swiftc -dump-ast "${args[@]}" "${files[@]}" >"$ast" 2>&1 || status=$?
+    [ "$status" -eq 0 ] || { echo "swiftc -dump-ast failed for $module (exit $status)"; return 1; }
+    python3 "$root/Scripts/apple_availability.py" --platform "$platform" --map "$copy=$source" "$ast" || status=$?
+    rm -f "$ast"
     return "$status"
 }
 
@@ -122,12 +126,12 @@ check_platform() {  # platform
 }
 
 # One planted error: a copy of the module's sources with `expression` applied to one file, made into a check copy
-# and compiled (its dependencies are the unchanged ones); it must fail.
-expect_caught() {  # platform, module, source folder, kind, file (in the folder), perl expression, what it is
-    local platform=$1 module=$2 source=$3 kind=$4 file=$5 expression=$6 what=$7
+# and compiled against the unchanged modules; it must fail, saying `expected`.
+expect_caught() {  # platform, module, source folder, kind, file (in the folder), perl expression, expected, what
+    local platform=$1 module=$2 source=$3 kind=$4 file=$5 expression=$6 expected=$7 what=$8
     local mutant=$work/mutant options=(--platform "$platform" --out "$work/mutant/copy")
     rm -rf "$mutant"
-    mkdir -p "$mutant/sources"
+    mkdir -p "$mutant/sources" "$mutant/modules"
     cp -r "$source" "$mutant/sources/"
     local planted=$mutant/sources/$(basename "$source")/$file
     perl -0pi -e "$expression" "$planted"
@@ -138,14 +142,43 @@ expect_caught() {  # platform, module, source folder, kind, file (in the folder)
     fi
     [ "$module" = SesameApple ] && options+=(--objc)
     python3 "$root/Scripts/apple_check_copy.py" "${options[@]}" "$mutant/sources/$(basename "$source")"
-    if compile "$platform" "$module" "$mutant/copy/$(basename "$source")" "$source" "$kind" >"$work/mutation.log" 2>&1
+    judge "$platform" "$module" "$mutant/copy/$(basename "$source")" "$source" "$kind" "$expected" "$what"
+    rm -rf "$mutant"
+}
+
+# Compiles a copy that must fail with `expected` in its diagnostics.
+judge() {  # platform, module, copy folder, source folder, kind, expected, what
+    local platform=$1 module=$2 copy=$3 source=$4 kind=$5 expected=$6 what=$7
+    if compile "$platform" "$module" "$copy" "$source" "$kind" "$work/mutant/modules" >"$work/mutation.log" 2>&1
     then
         echo "check-apple.sh: NOT caught on $platform: $what"
         failed=1
+    elif ! grep -qE "$expected" "$work/mutation.log"; then
+        echo "check-apple.sh: failed for another reason on $platform: $what (expected: $expected)"
+        head -5 "$work/mutation.log"
+        failed=1
     else
-        echo "check-apple.sh: caught on $platform: $what — $(grep -m1 -oE '(error|warning): .{0,100}' "$work/mutation.log")"
+        echo "check-apple.sh: caught on $platform: $what — $(grep -m1 -oE "($expected).{0,60}" "$work/mutation.log")"
     fi
-    rm -rf "$mutant"
+}
+
+# The guard's own cases (Checks/AppleCheckCases): each file, a module of its own, must fail as its first line says.
+check_cases() {
+    local case expected platform copy
+    for case in "$root"/Checks/AppleCheckCases/*.swift; do
+        expected=$(sed -n '1s|^// expect (\([A-Za-z]*\)): ||p' "$case")
+        platform=$(sed -n '1s|^// expect (\([A-Za-z]*\)):.*|\1|p' "$case")
+        [ -n "$expected" ] || { echo "check-apple.sh: $case has no '// expect (PLATFORM): PATTERN' line"; failed=1; continue; }
+        rm -rf "$work/mutant"
+        mkdir -p "$work/mutant/source" "$work/mutant/modules"
+        cp "$case" "$work/mutant/source/"
+        python3 "$root/Scripts/apple_check_copy.py" --platform "$platform" --objc --out "$work/mutant/copy" \
+            "$work/mutant/source"
+        copy=$work/mutant/copy/source
+        judge "$platform" Case "$copy" "$root/Checks/AppleCheckCases" library "$expected" \
+            "$(sed -n '2s|^// ||p' "$case") ($(basename "$case"))"
+    done
+    rm -rf "$work/mutant"
 }
 
 if $mutation; then
@@ -153,22 +186,23 @@ if $mutation; then
     [ "$failed" -eq 0 ] || exit 1
     expect_caught iOS Sesame Sources/Sesame library Session/SessionMachine.swift \
         's/let window = budget\.window\n(\s*)refreshTimes\.removeAll \{ now - \$0 > window \}/$1refreshTimes.removeAll { now - \$0 > budget.window }/' \
-        "a closure reading self inside a mutating call on another stored property (SessionMachine.charge)"
+        "overlapping accesses" "a closure reading self inside a mutating call on another stored property (SessionMachine.charge)"
     expect_caught iOS Sesame Sources/Sesame library Credentials/ProfileLock.swift \
         's/return containerDefaultDirectory/return FileManager.default.homeDirectoryForCurrentUser/' \
-        "FileManager.homeDirectoryForCurrentUser in code built for iOS (ProfileLock.defaultDirectory)"
+        "is unavailable in iOS" "FileManager.homeDirectoryForCurrentUser in code built for iOS (ProfileLock.defaultDirectory)"
     expect_caught iOS SesameApple Sources/SesameApple library SignInWithApple.swift \
         's/\n    import Foundation\n/\n    public import Foundation\n/' \
-        "a public import of Foundation used only for NSObject (SignInWithApple.swift)"
+        "public import of 'Foundation' was not used" "a public import of Foundation used only for NSObject (SignInWithApple.swift)"
     expect_caught macOS sesame_bench Benchmarks/sesame-bench executable SessionBenchmark.swift \
         's/#if canImport\(Glibc\)\n(\s*getrusage\(RUSAGE_SELF\.rawValue, &usage\).*\n)\s*#else\n.*\n\s*#endif/$1/' \
-        "Glibc's RUSAGE_SELF.rawValue outside a Linux-only #if (the benchmark)"
+        "exists only in Glibc" "Glibc's RUSAGE_SELF.rawValue outside a Linux-only #if (the benchmark)"
     expect_caught iOS SesameApple Sources/SesameApple library SecItemKeychain.swift \
         's/(\n\s*extension KeychainTokenStore \{)/\nlet plantedError: Int = "planted"$1/' \
-        "a type error planted in SesameApple"
+        "cannot convert value" "a type error planted in SesameApple"
     expect_caught iOS SesameJOSE Sources/SesameJOSE library Crypto/Backends/BackingKey+CryptoKit.swift \
         's/try key\.signature\(for: data\)\.rawRepresentation/try key.signature(of: data).rawRepresentation/' \
-        "a wrong argument label in the CryptoKit backend"
+        "incorrect argument label" "a wrong argument label in the CryptoKit backend"
+    check_cases
     [ "$failed" -eq 0 ] || exit 1
     echo "check-apple.sh: every planted error was caught"
     exit 0

@@ -4,8 +4,8 @@
 //
 // Apple declares P256, P384 and P521 as separate structs; here each curve's keys and signatures are one generic
 // shape specialized per curve (`NISTSigning<P384Curve>.PrivateKey`), so that a P-256 signature still cannot be
-// passed to a P-384 key, without three copies. That is the one liberty taken: a member Apple declares on one curve
-// only would not be caught here. Keys and signatures are not declared Sendable (our code must not rely on it).
+// passed to a P-384 key, without three copies; the three digests likewise. That is the one liberty taken: a member
+// Apple declares on one curve or digest only would not be caught here. Keys and signatures are not declared Sendable (our code must not rely on it).
 // Nothing here runs: every body traps.
 public import Foundation
 public import Security
@@ -25,8 +25,8 @@ public protocol HashFunction: Sendable {
     static func hash<D: DataProtocol>(data: D) -> Digest
 }
 
-/// The bytes of a digest or a code, shared by the stand-ins below.
-public struct StandInBytes<Tag>: Hashable, ContiguousBytes, Sequence, Sendable {
+/// One hash function's digest (Apple: `SHA256Digest` and its siblings, each a separate struct).
+public struct StandInDigest<Tag>: Digest {
     public static var byteCount: Int { stub() }
     public func makeIterator() -> Array<UInt8>.Iterator { stub() }
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { stub() }
@@ -35,10 +35,9 @@ public struct StandInBytes<Tag>: Hashable, ContiguousBytes, Sequence, Sendable {
 public enum SHA256Tag {}
 public enum SHA384Tag {}
 public enum SHA512Tag {}
-public typealias SHA256Digest = StandInBytes<SHA256Tag>
-public typealias SHA384Digest = StandInBytes<SHA384Tag>
-public typealias SHA512Digest = StandInBytes<SHA512Tag>
-extension StandInBytes: Digest {}
+public typealias SHA256Digest = StandInDigest<SHA256Tag>
+public typealias SHA384Digest = StandInDigest<SHA384Tag>
+public typealias SHA512Digest = StandInDigest<SHA512Tag>
 
 public struct SHA256: HashFunction {
     public static func hash<D: DataProtocol>(data: D) -> SHA256Digest { stub() }
@@ -60,8 +59,18 @@ public struct SymmetricKey: ContiguousBytes, Sendable {
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { stub() }
 }
 
-/// A message authentication code (Apple: `HashedAuthenticationCode`).
-public typealias HashedAuthenticationCode<H: HashFunction> = StandInBytes<H>
+/// A message authentication code's bytes (Apple: `MessageAuthenticationCode`: an instance `byteCount`, unlike a
+/// digest's static one).
+public protocol MessageAuthenticationCode: Hashable, ContiguousBytes, Sequence, Sendable where Element == UInt8 {
+    var byteCount: Int { get }
+}
+
+/// An HMAC's code (Apple: `HashedAuthenticationCode`).
+public struct HashedAuthenticationCode<H: HashFunction>: MessageAuthenticationCode {
+    public var byteCount: Int { stub() }
+    public func makeIterator() -> Array<UInt8>.Iterator { stub() }
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { stub() }
+}
 
 /// HMAC over a hash function (Apple: `HMAC`).
 public struct HMAC<H: HashFunction>: Sendable {
