@@ -9,9 +9,9 @@
 # tests and defines SESAME_CRYPTO_BACKEND, which selects the CryptoKit backend where libcrypto is absent.
 #
 # RSA goes through Apple's Security framework, which Linux has not: RSA keys import here but cannot sign or
-# verify, and the tests that need RSA say so and are skipped (their count is printed). Needs local copies of
-# swift-crypto 4.x and swift-asn1 1.x (SESAME_VENDOR=DIR; this workspace keeps none): without them it prints
-# "skipped" and exits 0.
+# verify, and the tests that need RSA say so and are skipped (their count is printed). Needs checkouts of
+# swift-crypto 4.x and swift-asn1 1.x as DIR/swift-crypto and DIR/swift-asn1 (SESAME_VENDOR=DIR; by default
+# ../shared/vendor, which in this workspace holds only a README): without them it prints "skipped" and exits 0.
 #
 #   SESAME_VENDOR=DIR Scripts/check-apple-backend.sh            build and test
 #   SESAME_VENDOR=DIR Scripts/check-apple-backend.sh --mutation one byte of the backend's ES256 signatures
@@ -21,8 +21,9 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 vendor=${SESAME_VENDOR:-$root/../shared/vendor}
 if [ ! -d "$vendor/swift-crypto" ] || [ ! -d "$vendor/swift-asn1" ]; then
-    echo "check-apple-backend.sh: skipped: running the JOSE suite on the CryptoKit backend needs swift-crypto 4.x and"
-    echo "  swift-asn1 1.x, and $vendor has neither (set SESAME_VENDOR); the backend is type-checked only (check-apple.sh)"
+    echo "check-apple-backend.sh: skipped: running the JOSE suite on the CryptoKit backend needs checkouts of"
+    echo "  swift-crypto 4.x and swift-asn1 1.x as DIR/swift-crypto and DIR/swift-asn1 (SESAME_VENDOR=DIR; $vendor"
+    echo "  lacks them); the backend is compiled against the CryptoKit stand-in only (Scripts/check-apple.sh)"
     exit 0
 fi
 vendor=$(cd "$vendor" && pwd)

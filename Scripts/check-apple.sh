@@ -15,12 +15,12 @@
 # refuses what the platform does not have (FileManager.homeDirectoryForCurrentUser on iOS, Glibc-only spellings
 # outside a Linux-only #if).
 #
-#   Scripts/check-apple.sh              check every platform
-#   Scripts/check-apple.sh iOS macOS    only these
+#   Scripts/check-apple.sh              check every platform (about a minute each)
+#   Scripts/check-apple.sh iOS macOS    only these (the names as written here)
 #   Scripts/check-apple.sh --mutation   put back each class of error the check exists for (the four an Apple SDK
 #                                       compile found, an error planted in SesameApple, a wrong call in the CryptoKit
 #                                       backend), then compile the guard's own cases (Checks/AppleCheckCases): each
-#                                       must fail it with the diagnostic it exists for
+#                                       must fail it with the diagnostic it exists for (about 3.5 minutes)
 #
 # What it cannot see: Apple's run-time behaviour, the stand-ins' fidelity beyond what they declare, and Darwin's C
 # library (Glibc stands in for it, so `#if canImport(Darwin)` halves stay unchecked): see CONTRIBUTING.md.
@@ -34,7 +34,7 @@ for argument in "$@"; do
     case $argument in
     --mutation) mutation=true ;;
     macOS | iOS | tvOS | watchOS | visionOS) platforms+=("$argument") ;;
-    *) echo "usage: Scripts/check-apple.sh [--mutation] [PLATFORM...]" >&2 && exit 2 ;;
+    *) echo "usage: Scripts/check-apple.sh [--mutation] [iOS|macOS|tvOS|watchOS|visionOS ...]" >&2 && exit 2 ;;
     esac
 done
 [ ${#platforms[@]} -gt 0 ] || platforms=(iOS macOS tvOS watchOS visionOS)
@@ -116,13 +116,15 @@ check_platform() {  # platform
         [ "$where" = all ] || [ "$where" = "$platform" ] || continue
         if ! compile "$platform" "$module" "$work/$platform/copy/$module/$(basename "$source")" "$source" "$kind"
         then
-            echo "check-apple.sh: $module does not compile for $platform against the Apple stand-ins (above)"
+            echo "check-apple.sh: $module does not compile for $platform against the Apple stand-ins (above; warnings"
+            echo "  count as failures)"
             failed=1
             return
         fi
         checked+=("$module")
     done
-    echo "check-apple.sh: type-checked for $platform (SIL, stand-ins, availability): ${checked[*]}"
+    echo "check-apple.sh: compiled for $platform against the Apple stand-ins (SIL, warnings as errors, availability):"
+    echo "  ${checked[*]}"
 }
 
 # One planted error: a copy of the module's sources with `expression` applied to one file, made into a check copy
@@ -153,12 +155,13 @@ judge() {  # platform, module, copy folder, source folder, kind, expected, what
     then
         echo "check-apple.sh: NOT caught on $platform: $what"
         failed=1
-    elif ! grep -qE "$expected" "$work/mutation.log"; then
+    elif ! grep -qF "$expected" "$work/mutation.log"; then
         echo "check-apple.sh: failed for another reason on $platform: $what (expected: $expected)"
         head -5 "$work/mutation.log"
         failed=1
     else
-        echo "check-apple.sh: caught on $platform: $what — $(grep -m1 -oE "($expected).{0,60}" "$work/mutation.log")"
+        echo "check-apple.sh: caught on $platform: $what"
+        echo "  $(grep -m1 -F "$expected" "$work/mutation.log")"
     fi
 }
 

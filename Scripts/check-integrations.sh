@@ -32,8 +32,8 @@ fi
 echo "check-integrations.sh: type-checked SesameAlamofire against the Alamofire 5.10 stand-in (Checks/Upstream)"
 
 if [ -z "${SESAME_ALAMOFIRE_PATH:-}" ]; then
-    echo "check-integrations.sh: skipped: SesameAlamofire's tests need Alamofire itself (SESAME_ALAMOFIRE_PATH=DIR);"
-    echo "  only the type-check above ran"
+    echo "check-integrations.sh: skipped: SesameAlamofire's tests need Alamofire itself: SESAME_ALAMOFIRE_PATH=DIR,"
+    echo "  DIR a checkout of Alamofire 5.10 or later (its Package.swift at the top); only the type-check above ran"
     exit 0
 fi
 [ -f "$SESAME_ALAMOFIRE_PATH/Package.swift" ] || { echo "no Package.swift in $SESAME_ALAMOFIRE_PATH" >&2; exit 1; }

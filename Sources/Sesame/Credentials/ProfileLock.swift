@@ -29,16 +29,18 @@ public struct ProfileLock: Sendable {
         self.timeout = timeout
     }
 
-    /// A private per-user default for stores whose data is not in files.
+    /// A private per-user folder for the lock files of a store whose data is not in files, where you give none.
     ///
+    /// ``SecretServiceTokenStore`` uses it by default; the Keychain store does not (without an app group or a lock
+    /// directory it takes no cross-process lock).
     /// - Linux and macOS: `$XDG_RUNTIME_DIR/sesame-locks` when set, else `~/.cache/sesame/locks` (a sandboxed Mac
     ///   app's home is its container).
-    /// - iOS, tvOS, watchOS and visionOS: `Library/Caches/Sesame/locks` in the app's own container (an app there
-    ///   has no user home to write in, and tvOS keeps no other local folder). It serializes refreshes between the app's own
-    ///   processes only: an app and its extensions share a lock only in their **app group's** container — a
-    ///   folder under `FileManager.default.containerURL(forSecurityApplicationGroupIdentifier:)`, which
-    ///   SesameApple's `KeychainTokenStore.keychain(service:appGroup:)` uses. The system empties Caches only while
-    ///   the app is not running, and a lock file that is gone is made again.
+    /// - iOS, tvOS, watchOS and visionOS: `Library/Caches/SesameLocks` in the app's own container (an app there has
+    ///   no user home to write in, and tvOS keeps no other local folder). That serializes refreshes between the
+    ///   app's own processes only. An app and its extensions share a lock only in their app group's container: give
+    ///   SesameApple's `KeychainTokenStore.keychain(service:appGroup:)` the group (it uses the same
+    ///   `Library/Caches/SesameLocks` there), or pass such a folder as a store's lock directory. The system empties
+    ///   Caches only while the app is not running, and a lock file that is gone is made again.
     public static var defaultDirectory: URL {
         #if os(Linux) || os(macOS) || os(Android) || os(OpenBSD) || os(FreeBSD) || os(Windows)
             let environment = ProcessInfo.processInfo.environment
@@ -57,7 +59,7 @@ public struct ProfileLock: Sendable {
         let caches =
             FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSTemporaryDirectory())
-        return caches.appendingPathComponent("Sesame/locks")
+        return caches.appendingPathComponent("SesameLocks", isDirectory: true)
     }
 
     /// Runs `body` while holding the lock of `profile`.
