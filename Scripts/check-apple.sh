@@ -78,8 +78,11 @@ compile() {  # platform, module, copy folder, source folder, kind[, folder for t
     [ "$kind" = library ] && args+=(-parse-as-library)
     [ "$module" = ExampleApp ] || args+=("${features[@]}")
     mapfile -t files < <(find "$copy" -name '*.swift' | sort)
-    out=$(swiftc -wmo -emit-sil -o /dev/null -emit-module -emit-module-path "$emitted/$module.swiftmodule" "${args[@]}" \
-        "${files[@]}" 2>&1) || status=$?
+    # SIL into a file of ours, never `-o /dev/null`: the compiler writes its output by renaming a temporary file
+    # over the path, which would leave /dev/null a regular file for everyone.
+    out=$(swiftc -wmo -emit-sil -o "$work/$platform/$module.sil" -emit-module \
+        -emit-module-path "$emitted/$module.swiftmodule" "${args[@]}" "${files[@]}" 2>&1) || status=$?
+    rm -f "$work/$platform/$module.sil"
     # The diagnostics as Apple's compiler would give them (the check copy's added imports are not ours).
     out=$(python3 "$root/Scripts/apple_check_copy.py" --filter "$copy" "$source" <<<"$out")
     if [ "$status" -ne 0 ] || [ -n "$out" ]; then
@@ -206,12 +209,14 @@ if $mutation; then
         's/try key\.signature\(for: data\)\.rawRepresentation/try key.signature(of: data).rawRepresentation/' \
         "incorrect argument label" "a wrong argument label in the CryptoKit backend"
     check_cases
+    [ -c /dev/null ] || { echo "check-apple.sh: /dev/null is no longer a device (a compiler wrote over it)"; exit 1; }
     [ "$failed" -eq 0 ] || exit 1
     echo "check-apple.sh: every planted error was caught"
     exit 0
 fi
 
 for platform in "${platforms[@]}"; do check_platform "$platform"; done
+[ -c /dev/null ] || { echo "check-apple.sh: /dev/null is no longer a device (a compiler wrote over it)"; exit 1; }
 [ "$failed" -eq 0 ] || exit 1
 echo "check-apple.sh: only a Mac can check Apple's run-time behaviour (Keychain, Secure Enclave, CryptoKit, Security"
 echo "  RSA, ASWebAuthenticationSession), the stand-ins' fidelity, and the canImport(Darwin) halves (CONTRIBUTING.md)"

@@ -21,9 +21,12 @@ modules=(-I "$work" -I "$root/.build/debug/Modules"
     -Xcc "-fmodule-map-file=$root/.build/debug/CSesameSecret.build/module.modulemap")
 mapfile -t sources < <(find "$root/Integrations/SesameAlamofire/Sources" -name '*.swift' | sort)
 status=0
-out=$(swiftc -wmo -emit-sil -o /dev/null -parse-as-library -swift-version 6 -module-name SesameAlamofire \
+# SIL into a file of ours: swiftc renames its output over the path, so `-o /dev/null` would replace /dev/null.
+out=$(swiftc -wmo -emit-sil -o "$work/SesameAlamofire.sil" -parse-as-library -swift-version 6 -module-name SesameAlamofire \
     -enable-upcoming-feature ExistentialAny -enable-upcoming-feature InternalImportsByDefault \
     -enable-upcoming-feature MemberImportVisibility "${modules[@]}" "${sources[@]}" 2>&1) || status=$?
+rm -f "$work/SesameAlamofire.sil"
+[ -c /dev/null ] || { echo "check-integrations.sh: /dev/null is no longer a device" >&2; exit 1; }
 if [ "$status" -ne 0 ] || grep -qE "(error|warning):" <<<"$out"; then
     grep -E "(error|warning):" <<<"$out" | grep -v "^ " | head -40
     echo "check-integrations.sh: SesameAlamofire does not type-check against the Alamofire stand-in (above)" >&2
