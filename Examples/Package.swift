@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
-// The sample apps: an iOS app's portable model (its SwiftUI views are type-checked against stand-ins by
-// Scripts/check-examples.sh) and a Linux command-line app, both tested against the dev server.
+// The sample apps: an iOS app's portable model (its SwiftUI views are compiled for iOS against stand-ins by
+// Scripts/check-apple.sh) and a Linux command-line app, both tested against the dev server.
 import Foundation
 import PackageDescription
 

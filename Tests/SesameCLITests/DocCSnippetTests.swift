@@ -5,7 +5,7 @@ import Testing
 ///
 /// Every code line of every ```swift block of every article is, in the block's order, a line of one Swift file that
 /// CI builds: a test (most run the example against the dev server: `ArticleExampleTests`), the sample apps in
-/// `Examples/` (the iOS views are type-checked against Apple stand-ins; only Xcode can run them), or the Alamofire
+/// `Examples/` (the iOS views are compiled for iOS against Apple stand-ins; only Xcode can run them), or the Alamofire
 /// integration. String literals and comments aside; the lines below are excused, each with its reason. A package
 /// manifest in an article must resolve against this clone, as the README's does.
 @Suite struct DocCSnippetTests {
@@ -15,10 +15,6 @@ import Testing
             "the tests write to a scratch folder, never the user's configuration folder",
         "let agent = try LoopbackUserAgent()":
             "this opens a real browser: the tests pass a stand-in that posts the sign-in form (`open:`)",
-        #"let dpopKeys = KeychainDPoPKeyStore.keychain(service: "")"#:
-            "it needs CryptoKit, which only check-apple-backend.sh's stand-in has (swift-crypto): the example's other "
-            + "lines are type-checked in Examples/iOSApp/App/ArticleSnippets.swift, and the DPoP test runs "
-            + "KeychainDPoPKeyStore over an emulated Secure Enclave",
         "_ = await again.signOut(endSession: try LoopbackUserAgent())":
             "this opens a real browser: the test ends the session with the form-posting stand-in",
     ]

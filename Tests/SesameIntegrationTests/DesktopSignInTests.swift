@@ -189,6 +189,24 @@ final class ScratchFolder {
         await expectAuthError(.configuration, "one agent, two sign-ins") { try await auth.signIn(with: agent) }
     }
 
+    @Test(
+        "RP-initiated logout goes through the agent's endSession, not its sign-in: the loopback agent's logout page returns, the tokens are revoked"
+    )
+    func signOutThroughEndSession() async throws {
+        let oidc = try OIDCTestServer()
+        defer { oidc.stop() }
+        let signIn = try LoopbackUserAgent(open: Self.user(oidc))
+        let auth = try await OIDCAuth.configure(
+            issuer: oidc.issuer, clientID: "sesame-cli", redirectURI: signIn.redirectURI, store: InMemoryTokenStore(),
+            timeSource: oidc.clock)
+        _ = try await auth.signIn(with: signIn)
+        let agent = PurposeRecordingAgent(try LoopbackUserAgent(timeout: 30, open: Self.browser(oidc)))
+        let result = await auth.signOut(endSession: agent)
+        #expect(agent.calls == ["endSession"])
+        if case .confirmed = result.revocation {} else { Issue.record("not revoked: \(result)") }
+        #expect("\(result)" == "signed out; the server confirmed the revocation")
+    }
+
     @Test("a redirect with another state ends the sign-in at once; nothing is stored")
     func wrongState() async throws {
         let oidc = try OIDCTestServer()
@@ -320,5 +338,24 @@ final class ScratchFolder {
         #expect(transport.requests.isEmpty, "nothing refreshed or revoked")
         #expect(try await store.load(profile: "default") == fresh, "their session kept")
         #expect(await mine.session.status != .signedOut(reason: .dpopKeyLost))
+    }
+}
+
+/// An agent that says which of its methods ran, then lets the loopback agent do the work.
+final class PurposeRecordingAgent: AuthorizationUserAgent {
+    let inner: LoopbackUserAgent
+    private let recorded = Mutex<[String]>([])
+    var calls: [String] { recorded.withLock { $0 } }
+
+    init(_ inner: LoopbackUserAgent) { self.inner = inner }
+
+    func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+        recorded.withLock { $0.append("authorize") }
+        return try await inner.authorize(url: url, redirectURI: redirectURI, state: state)
+    }
+
+    func endSession(url: URL, redirectURI: String, state: String) async throws -> URL {
+        recorded.withLock { $0.append("endSession") }
+        return try await inner.endSession(url: url, redirectURI: redirectURI, state: state)
     }
 }

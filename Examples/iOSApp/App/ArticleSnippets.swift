@@ -4,7 +4,7 @@ import Sesame
 import SesameApple
 import SwiftUI
 
-/// The DocC articles' Apple-only examples, type-checked against the stand-ins (Scripts/check-examples.sh).
+/// The DocC articles' Apple-only examples, compiled for iOS against the stand-ins (Scripts/check-apple.sh).
 ///
 /// DocCSnippetTests ties each article line to a line of this file. What they do is tested on Linux with the
 /// portable stores and a form-posting agent (AccountsTests, ReadmeOIDCExampleTests, MigrationGuideTests).
@@ -60,9 +60,10 @@ enum ArticleSnippets {
         return agent
     }
 
-    /// DPoP: Keychain stores; the key store (`KeychainDPoPKeyStore.keychain`, which needs CryptoKit) is passed in.
-    static func dpop(dpopKeys: any DPoPKeyStore, apiURL: URL) async throws -> (AuthorizedClient, AuthorizedClient) {
+    /// DPoP: Keychain stores, the key in the Secure Enclave when there is one.
+    static func dpop(apiURL: URL) async throws -> (AuthorizedClient, AuthorizedClient) {
         let store = KeychainTokenStore.keychain(service: "com.example.app")
+        let dpopKeys = KeychainDPoPKeyStore.keychain(service: "com.example.app")  // in the Secure Enclave if any
         // swift-format-ignore: NeverForceUnwrap
         let auth = try await OIDCAuth.configure(
             issuer: URL(string: "https://id.example.com")!, clientID: "my-app",

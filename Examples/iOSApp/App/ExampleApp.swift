@@ -5,7 +5,7 @@ import SwiftUI
 
 /// The app: a root view that switches on the session's state.
 ///
-/// Type-checked on Linux against stand-ins (Scripts/check-examples.sh); only Xcode builds and runs it.
+/// Compiled for iOS on Linux against stand-ins (Scripts/check-apple.sh); only Xcode builds and runs it.
 @main
 struct ExampleApp: App {
     @State private var model: AppModel?

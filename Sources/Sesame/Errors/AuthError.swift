@@ -146,11 +146,13 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         [.sessionExpired, .notSignedIn, .refreshRejected, .noRefreshToken, .dpopKeyMismatch].contains(code)
     }
 
-    /// `code: message`, then the server's code and description when it sent them; no secrets.
+    /// `code: message`, then the server's status, code and description when it sent them (an error on the
+    /// authorization redirect has no status); no secrets.
     public var description: String {
         var text = "\(code.rawValue): \(message)"
         if let serverResponse {
-            text += " (\(serverResponse.statusCode) \(serverResponse.error)"
+            text += serverResponse.statusCode > 0 ? " (\(serverResponse.statusCode) " : " ("
+            text += serverResponse.error
             if let detail = serverResponse.errorDescription { text += ": \(detail)" }
             text += ")"
         }

@@ -4,7 +4,7 @@ internal import SesameJOSE
 /// An error answer as the server sent it: the status, and its `{"error","error_description","error_uri"}` body
 /// (RFC 6749 §5.2, RFC 6750 §3.1, the REST contract), kept verbatim.
 public struct ServerErrorResponse: Sendable, Hashable {
-    /// The HTTP status.
+    /// The HTTP status; 0 for an error that came on the authorization redirect, which has none.
     public let statusCode: Int
     /// The error code as sent.
     ///

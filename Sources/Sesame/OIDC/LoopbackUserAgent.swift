@@ -82,6 +82,20 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
     ///   ``AuthError/Code/configuration`` (another redirect URI, or a second sign-in with one agent); what the
     ///   opener throws.
     public func authorize(url: URL, redirectURI: String, state: String) async throws -> URL {
+        try await present(url, redirectURI: redirectURI, state: state, purpose: .signIn)
+    }
+
+    /// Opens the provider's logout page and waits for its redirect back, as ``authorize(url:redirectURI:state:)``
+    /// does for a sign-in; where no browser opens, the URL written to standard error says "sign out" and leaves
+    /// out the ID token (`id_token_hint`), so a terminal's scrollback or a log never holds it.
+    public func endSession(url: URL, redirectURI: String, state: String) async throws -> URL {
+        try await present(url, redirectURI: redirectURI, state: state, purpose: .signOut)
+    }
+
+    /// What a page is opened for.
+    enum Purpose { case signIn, signOut }
+
+    private func present(_ url: URL, redirectURI: String, state: String, purpose: Purpose) async throws -> URL {
         guard redirectURI == self.redirectURI else {
             throw AuthError(
                 .configuration,
@@ -100,10 +114,8 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
         receiver.expect(state: state)
         switch opener {
         case .systemBrowser:
-            Self.openInSystemBrowser(url) {
-                FileHandle.standardError.write(
-                    Data("No browser could be opened. Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
-            }
+            let message = Self.noBrowserMessage(for: url, purpose: purpose)
+            Self.openInSystemBrowser(url) { FileHandle.standardError.write(Data(message.utf8)) }
         case .custom(let open): try await open(url)
         }
         do {
@@ -122,6 +134,23 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
 
     /// Stops listening (a sign-in waiting then ends as cancelled).
     public func stop() { receiver.stop() }
+
+    /// What standard error says when no browser opens: the URL to open, for a sign-out without its ID token (the
+    /// provider may then ask the user to confirm the sign-out).
+    static func noBrowserMessage(for url: URL, purpose: Purpose) -> String {
+        switch purpose {
+        case .signIn:
+            return "No browser could be opened. Open this URL to sign in:\n\(url.absoluteString)\n"
+        case .signOut:
+            var shown = url
+            if var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+                components.queryItems = components.queryItems?.filter { $0.name != "id_token_hint" }
+                shown = components.url ?? url
+            }
+            return "No browser could be opened. Open this URL to sign out (the ID token is left out of it, so the "
+                + "provider may ask you to confirm):\n\(shown.absoluteString)\n"
+        }
+    }
 
     /// `xdg-open` or `open`; calls `failed` where there is neither, it cannot start, or it exits with an error
     /// (`xdg-open` on a machine with no desktop does), and for any URL but an `http` or `https` one (an opener

@@ -9,6 +9,20 @@ public protocol AuthorizationUserAgent: Sendable {
     /// Opens `url` and returns the URL the provider redirected to (at `redirectURI`), or throws ``AuthError`` with
     /// ``AuthError/Code/cancelled`` when the user gave up.
     func authorize(url: URL, redirectURI: String, state: String) async throws -> URL
+
+    /// Opens the provider's logout page (RP-initiated logout) and returns the URL it redirected back to.
+    ///
+    /// The URL carries the ID token as `id_token_hint`. The default calls ``authorize(url:redirectURI:state:)``; an
+    /// agent that shows or logs the URL implements this to say "sign out" and to leave the ID token out of what it
+    /// shows (``LoopbackUserAgent`` does).
+    func endSession(url: URL, redirectURI: String, state: String) async throws -> URL
+}
+
+extension AuthorizationUserAgent {
+    /// The default: the page is opened as a sign-in's is.
+    public func endSession(url: URL, redirectURI: String, state: String) async throws -> URL {
+        try await authorize(url: url, redirectURI: redirectURI, state: state)
+    }
 }
 
 /// The app-facing facade over an OpenID Connect provider: configure once, sign in, get a valid access token,
@@ -239,7 +253,7 @@ public final class OIDCAuth: Sendable {
             let postLogoutRedirectURI = postLogoutRedirectURI ?? (agent as? LoopbackUserAgent)?.redirectURI
             if let url = provider.endSessionURL(for: tokens, postLogoutRedirectURI: postLogoutRedirectURI, state: state)
             {
-                _ = try? await agent.authorize(
+                _ = try? await agent.endSession(
                     url: url, redirectURI: postLogoutRedirectURI ?? provider.configuration.redirectURI, state: state)
             }
         }

@@ -52,16 +52,38 @@ public actor AuthSession {
         public static var active: Status { .signedIn }
     }
 
-    /// What ``signOut(revoke:)`` managed to do.
-    public struct SignOutResult: Sendable {
+    /// What ``signOut(revoke:)`` managed to do; its ``description`` says it in words.
+    public struct SignOutResult: Sendable, CustomStringConvertible {
         /// Whether the server confirmed the end of the session.
-        public enum Revocation: Sendable {
+        public enum Revocation: Sendable, CustomStringConvertible {
             /// The server confirmed.
             case confirmed
             /// Not attempted: nobody was signed in, or revocation was not asked for.
             case notAttempted
             /// The server did not confirm (the error says why); local credentials are deleted all the same.
             case failed(AuthError)
+
+            /// `confirmed by the server`, `not attempted`, or `not confirmed: ERROR` (the error's description,
+            /// which holds no secret).
+            public var description: String {
+                switch self {
+                case .confirmed: "confirmed by the server"
+                case .notAttempted: "not attempted"
+                case .failed(let error): "not confirmed: \(error)"
+                }
+            }
+        }
+
+        /// For example `signed out; the server confirmed the revocation` or `nobody was signed in`.
+        public var description: String {
+            guard wasSignedIn else { return "nobody was signed in" }
+            let local =
+                credentialsRemoved ? "signed out" : "signed out here; deleting the stored credentials is pending"
+            switch revocation {
+            case .confirmed: return local + "; the server confirmed the revocation"
+            case .notAttempted: return local + "; the server was not asked to revoke"
+            case .failed(let error): return local + "; the server did not confirm the revocation (\(error))"
+            }
         }
 
         /// The server's side.
