@@ -15,6 +15,8 @@ import Testing
             "the tests write to a scratch folder, never the user's configuration folder",
         "let agent = try LoopbackUserAgent()":
             "this opens a real browser: the tests pass a stand-in that posts the sign-in form (`open:`)",
+        "exit(error.requiresReauthentication ? 2 : 1)":
+            "a test cannot end its process: it records the failure with the status the tool would exit with",
         "_ = await again.signOut(endSession: try LoopbackUserAgent())":
             "this opens a real browser: the test ends the session with the form-posting stand-in",
     ]

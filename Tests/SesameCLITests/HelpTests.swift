@@ -69,7 +69,7 @@ import Testing
         let version = try CLIRunner.run(["--version"])
         #expect(
             version.status == 0
-                && version.stdout.range(of: #"^sesame \d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
+                && version.stdout.range(of: #"^sesame \d+\.\d+\.\d+(-dev)?\n$"#, options: .regularExpression) != nil)
     }
 
     private func descriptionColumn(_ row: String) -> Int {

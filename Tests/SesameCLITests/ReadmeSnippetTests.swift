@@ -17,6 +17,8 @@ import Testing
             "this opens a real browser: the tests pass a stand-in that posts the sign-in form (`open:`)",
         "store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder))":
             "the tests add the dev server's clock (`timeSource:`) after these arguments",
+        "exit(error.requiresReauthentication ? 2 : 1)":
+            "a test cannot end its process: it records the failure with the status the tool would exit with",
     ]
 
     /// The README's ```swift blocks.
@@ -94,11 +96,12 @@ import Testing
     }
 
     @Test(
-        "README: its package manifest, as written, resolves against this clone in a folder named Sesame (the products exist)",
+        "README: its package manifests (the app's, the Linux tool's), as written, resolve against this clone in a folder named Sesame (the products exist)",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/env")))
     func manifestResolves() throws {
-        let manifest = try #require(try Self.swiftBlocks().first { $0.contains("import PackageDescription") })
-        try Self.resolve(manifest)
+        let manifests = try Self.swiftBlocks().filter { $0.contains("import PackageDescription") }
+        #expect(manifests.count == 2, "the README's manifests were not found")
+        for manifest in manifests { try Self.resolve(manifest) }
     }
 
     /// Checks that `manifest` resolves as an app's `Package.swift` beside this clone, linked as `Sesame`.
@@ -107,12 +110,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let app = folder.appendingPathComponent("MyApp")
         let manager = FileManager.default
-        for path in ["Sources/MyApp", "Tests/MyAppTests"] {
+        for path in ["Sources/MyApp", "Sources/MyCLI", "Tests/MyAppTests"] {
             try manager.createDirectory(at: app.appendingPathComponent(path), withIntermediateDirectories: true)
         }
         try manager.createSymbolicLink(at: folder.appendingPathComponent("Sesame"), withDestinationURL: root)
         try Data((manifest + "\n").utf8).write(to: app.appendingPathComponent("Package.swift"))
         try Data("print(1)\n".utf8).write(to: app.appendingPathComponent("Sources/MyApp/main.swift"))
+        try Data("print(1)\n".utf8).write(to: app.appendingPathComponent("Sources/MyCLI/main.swift"))
         try Data("import Testing\n".utf8).write(to: app.appendingPathComponent("Tests/MyAppTests/MyAppTests.swift"))
         let result = try CLIRunner.run(
             executable: URL(fileURLWithPath: "/usr/bin/env"),

@@ -203,6 +203,9 @@ import Testing
 
     /// A dev server on the real clock: the articles' code leaves the SDK's clock the system's, so the server's must
     /// be too (DPoP proofs and client assertions carry `iat`; the harness's manual clock would fall behind).
+    static let commandLineArticle = ReadmeOIDCExampleTests.readme.deletingLastPathComponent()
+        .appendingPathComponent("Sources/Sesame/Sesame.docc/CommandLineAndLinux.md")
+
     static func realTimeServer(_ configure: (inout DevServer.Configuration) throws -> Void = { _ in }) throws
         -> OIDCTestServer
     {
@@ -237,14 +240,17 @@ import Testing
 
     @Test("Signing in with OpenID Connect and Command line and Linux: the loopback agent, file stores, DPoP, restore")
     func commandLine() async throws {
-        let oidc = try Self.realTimeServer()
+        // The clients the article's own `sesame serve` line registers: its example's client must be one of them.
+        let served = try ReadmeOIDCExampleTests.clientsServed(in: Self.commandLineArticle)
+        #expect(served.map(\.id) == ["my-cli"])
+        let oidc = try Self.realTimeServer { $0.clients = served }
         defer { oidc.stop() }
-        let issuer = oidc.issuer
         let scratch = ScratchFolder()
         struct Profile: Decodable { let sub: String }
 
         // Signing in with OpenID Connect (the browser is a stand-in that posts the form; the folder a scratch one):
         do {
+            let issuer = oidc.issuer
             let folder = scratch.url.appendingPathComponent("signing-in")
             let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))
             let auth = try await OIDCAuth.configure(
@@ -255,20 +261,22 @@ import Testing
             #expect(try await auth.session.currentTokens?.tokenType == "DPoP")
         }
 
-        // Command line and Linux:
+        // Command line and Linux, against the dev server its `sesame serve` line starts:
+        // swift-format-ignore: NeverForceUnwrap
+        let issuer = URL(string: "\(oidc.issuerText)")!
         let environment = ProcessInfo.processInfo.environment
         let config = environment["XDG_CONFIG_HOME"] ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
         #expect(!config.isEmpty)
         let folder = scratch.url.appendingPathComponent("my-cli")
         let agent = try LoopbackUserAgent(open: DesktopSignInTests.user(oidc))  // http://127.0.0.1:PORT/callback
         let auth = try await OIDCAuth.configure(
-            issuer: issuer, clientID: "sesame-cli", redirectURI: agent.redirectURI,
+            issuer: issuer, clientID: "my-cli", redirectURI: agent.redirectURI,
             store: try FileTokenStore(directory: folder), dpopKeys: try FileDPoPKeyStore(directory: folder))
         try await auth.signIn(with: agent)
         let kept = try JSONEncoder().encode(auth.provider.metadata)  // keep it with your settings
         // A later launch, offline or not:
         let again = try await OIDCAuth.restore(
-            metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "sesame-cli",
+            metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: kept), clientID: "my-cli",
             redirectURI: agent.redirectURI, store: try FileTokenStore(directory: folder),
             dpopKeys: try FileDPoPKeyStore(directory: folder))
         let profile = try await again.userInfo(as: Profile.self)  // your Decodable; sub checked, refreshed if rejected

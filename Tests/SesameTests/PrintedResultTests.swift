@@ -33,6 +33,16 @@ import Testing
         #expect("\(answered)" == "server: the server answered 400 (400 invalid_grant)")
     }
 
+    @Test("A browser sign-in without a redirect URI (the device flow needs none) says what to configure")
+    func noRedirectURI() {
+        #expect {
+            try OIDCAuthProvider.checkRedirectURI("")
+        } throws: { error in
+            guard let error = error as? AuthError else { return false }
+            return error.code == .configuration && error.message.contains("the device flow needs none")
+        }
+    }
+
     @Test("With no browser, a sign-out's URL is written without its ID token and says sign out")
     func noBrowserSignOut() throws {
         let url = try #require(

@@ -44,7 +44,8 @@ public struct ExampleCLI: Sendable {
 
     /// Signs in with the device flow; `show` receives the code and where to enter it.
     public func login(issuer: URL, show: @escaping @Sendable (DeviceAuthorization) async -> Void) async throws {
-        let auth = try await OIDCAuth.configure(issuer: issuer, clientID: clientID, redirectURI: "", store: try store())
+        // The device flow has no redirect: no redirect URI to give.
+        let auth = try await OIDCAuth.configure(issuer: issuer, clientID: clientID, store: try store())
         let tokens = try await auth.signInOnAnotherDevice { authorization, progress in
             if progress == nil { await show(authorization) }
         }
@@ -62,7 +63,7 @@ public struct ExampleCLI: Sendable {
         }
         return try await OIDCAuth.restore(
             metadata: try JSONDecoder().decode(OIDCProviderMetadata.self, from: data), clientID: clientID,
-            redirectURI: "", store: try store())
+            store: try store())
     }
 
     /// Who is signed in, from UserInfo through an `AuthorizedClient`.

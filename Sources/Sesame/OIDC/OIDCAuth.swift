@@ -87,7 +87,9 @@ public final class OIDCAuth: Sendable {
     /// - Parameters:
     ///   - issuer: the issuer URL (https, or http on loopback).
     ///   - clientID: the registered public client.
-    ///   - redirectURI: the registered redirect URI, exactly (``LoopbackUserAgent/redirectURI`` on a desktop).
+    ///   - redirectURI: the registered redirect URI, exactly (``LoopbackUserAgent/redirectURI`` on a desktop). Leave it
+    ///     out for flows that have no redirect — the device flow (``signInOnAnotherDevice(scope:_:)``), a
+    ///     refresh of a restored session — and ``signIn(with:options:)`` refuses to start without one.
     ///   - scopes: the scopes; `offline_access` asks for a refresh token.
     ///   - store: where the credentials are kept.
     ///   - profile: the key in the store (and in `dpopKeys`).
@@ -106,7 +108,7 @@ public final class OIDCAuth: Sendable {
     ///   transport); ``AuthError/Code/configuration`` when the provider lists none of `dpopAlgorithms`; the key
     ///   store's (``AuthError/Code/storeUnavailable`` on a locked device: try again later — no new key is made then).
     public static func configure(
-        issuer: URL, clientID: String, redirectURI: String,
+        issuer: URL, clientID: String, redirectURI: String = "",
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
         nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,
@@ -131,7 +133,7 @@ public final class OIDCAuth: Sendable {
     ///   store's (``AuthError/Code/storeUnavailable``, ``AuthError/Code/storeCorrupt`` for a key file it will
     ///   not use).
     public static func restore(
-        metadata: OIDCProviderMetadata, clientID: String, redirectURI: String,
+        metadata: OIDCProviderMetadata, clientID: String, redirectURI: String = "",
         scopes: [String] = ["openid", "profile", "email", "offline_access"], store: any TokenStore,
         profile: String = "default", dpopKeys: (any DPoPKeyStore)? = nil, dpopAlgorithms: [JWSAlgorithm] = [.es256],
         nativeSSO: NativeSSOStore? = nil, transport: any HTTPTransport = SesameHTTP.platformTransport,

@@ -12,6 +12,12 @@ extension OIDCAuthProvider {
     ///
     /// - Throws: ``AuthError`` with ``AuthError/Code/configuration``.
     public static func checkRedirectURI(_ uri: String) throws {
+        guard !uri.isEmpty else {
+            throw AuthError(
+                .configuration,
+                "a sign-in in the browser needs a redirect URI: configure with the one registered (a LoopbackUserAgent's "
+                    + "redirectURI); the device flow needs none")
+        }
         guard let components = URLComponents(string: uri), let scheme = components.scheme?.lowercased(),
             components.fragment == nil
         else { throw AuthError(.configuration, "the redirect URI \(uri) is not an absolute URI without a fragment") }

@@ -113,7 +113,7 @@ struct ServeCommand: SesameCommand {
     )
     static let rememberBrowser = OptionSpec(
         "--remember-browser",
-        "let a browser that signed in once skip the password later (any local program that can make your browser open a loopback URL can then take that session: see the README)"
+        "let a browser that signed in once skip the password later (any local program that can make your browser open a loopback URL can then take that session: see the article Running the dev server)"
     )
     static let rpTest = OptionSpec(
         "--rp-test", value: "NAME", "misbehave as this OpenID conformance RP test does (GET /_dev/rp-tests lists them)")
@@ -176,7 +176,7 @@ struct ServeCommand: SesameCommand {
             FileHandle.standardError.write(
                 Data(
                     ("sesame serve: --remember-browser: a browser that signed in skips the password for 12 hours; any "
-                        + "local program that can make it open a loopback URL can take that session (see the README)\n")
+                        + "local program that can make it open a loopback URL can take that session (see the article Running the dev server)\n")
                         .utf8))
         }
         if let mode = configuration.rpTest {
