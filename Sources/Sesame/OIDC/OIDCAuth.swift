@@ -88,7 +88,7 @@ public final class OIDCAuth: Sendable {
     ///   - issuer: the issuer URL (https, or http on loopback).
     ///   - clientID: the registered public client.
     ///   - redirectURI: the registered redirect URI, exactly (``LoopbackUserAgent/redirectURI`` on a desktop). Leave it
-    ///     out for flows that have no redirect — the device flow (``signInOnAnotherDevice(scope:_:)``), a
+    ///     out for flows that have no redirect — the device flow (``signInOnAnotherDevice(_:)``), a
     ///     refresh of a restored session — and ``signIn(with:options:)`` refuses to start without one.
     ///   - scopes: the scopes; `offline_access` asks for a refresh token.
     ///   - store: where the credentials are kept.
