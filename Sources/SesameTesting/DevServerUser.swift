@@ -64,7 +64,7 @@ public final class DevServerUser: AuthorizationUserAgent, @unchecked Sendable {
                 guard let redirect = URL(string: location, relativeTo: url)?.absoluteURL else {
                     throw AuthError(.invalidResponse, "an unreadable redirect from \(url.path)")
                 }
-                guard redirect.absoluteString.hasPrefix(redirectURI) else {
+                guard !redirectURI.isEmpty, redirect.absoluteString.hasPrefix(redirectURI) else {
                     throw AuthError(.invalidResponse, "a redirect elsewhere than the redirect URI (\(redirect.path))")
                 }
                 return redirect

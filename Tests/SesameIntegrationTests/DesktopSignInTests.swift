@@ -201,8 +201,10 @@ final class ScratchFolder {
             timeSource: oidc.clock)
         _ = try await auth.signIn(with: signIn)
         let agent = PurposeRecordingAgent(try LoopbackUserAgent(timeout: 30, open: Self.browser(oidc)))
-        let result = await auth.signOut(endSession: agent)
-        #expect(agent.calls == ["endSession"])
+        // A wrapper is not a LoopbackUserAgent: its post-logout redirect URI is given, as an app would.
+        let result = await auth.signOut(endSession: agent, postLogoutRedirectURI: agent.inner.redirectURI)
+        #expect(agent.calls == ["endSession", "endSession returned"], "the logout page did not redirect back")
+        #expect(try await oidc.counters()["requests"]?["GET /end-session"] == 1)
         if case .confirmed = result.revocation {} else { Issue.record("not revoked: \(result)") }
         #expect("\(result)" == "signed out; the server confirmed the revocation")
     }
@@ -356,6 +358,8 @@ final class PurposeRecordingAgent: AuthorizationUserAgent {
 
     func endSession(url: URL, redirectURI: String, state: String) async throws -> URL {
         recorded.withLock { $0.append("endSession") }
-        return try await inner.endSession(url: url, redirectURI: redirectURI, state: state)
+        let back = try await inner.endSession(url: url, redirectURI: redirectURI, state: state)
+        recorded.withLock { $0.append("endSession returned") }
+        return back
     }
 }

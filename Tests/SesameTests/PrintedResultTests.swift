@@ -53,6 +53,12 @@ import Testing
         #expect(message.contains("to sign out") && !message.contains("sign in"))
         #expect(!message.contains("id_token_hint") && !message.contains("eyJhbGciOiJFUzI1NiJ9"))
         #expect(message.contains("client_id=my-cli") && message.contains("state=abc"))
+        // The rest of the query exactly as sent: an encoded "+" stays encoded; a hint spelled with escapes goes too.
+        let plus = try #require(
+            URL(string: "https://id.example.com/logout?client_id=a%2Bb&id%5Ftoken%5Fhint=eyJ.x.y&state=s#frag"))
+        #expect(LoopbackUserAgent.withoutIDToken(plus) == "https://id.example.com/logout?client_id=a%2Bb&state=s#frag")
+        let only = try #require(URL(string: "https://id.example.com/logout?id_token_hint=eyJ.x.y"))
+        #expect(LoopbackUserAgent.withoutIDToken(only) == "https://id.example.com/logout")
         let signIn = LoopbackUserAgent.noBrowserMessage(for: url, purpose: .signIn)
         #expect(signIn.contains("to sign in") && signIn.contains(url.absoluteString))
     }

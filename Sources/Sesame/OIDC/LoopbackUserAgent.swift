@@ -27,7 +27,9 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
         /// an SSH session), the URL is written to standard error instead, so the sign-in never waits unseen.
         case systemBrowser
         /// Your code: print the URL, show it as a QR code for another device, post it to a test's browser — never an
-        /// embedded web view (RFC 8252 §8.12: the app could read the user's password). A browser you start here
+        /// embedded web view (RFC 8252 §8.12: the app could read the user's password). For a sign-out
+        /// (``endSession(url:redirectURI:state:)``) the URL carries the ID token as `id_token_hint`: do not print
+        /// or log it as it is. A browser you start here
         /// (`Process`, `posix_spawn`, `system`) inherits none of the listener's descriptors: they are close-on-exec.
         case custom(@Sendable (URL) async throws -> Void)
     }
@@ -142,14 +144,31 @@ public final class LoopbackUserAgent: AuthorizationUserAgent, CustomReflectable 
         case .signIn:
             return "No browser could be opened. Open this URL to sign in:\n\(url.absoluteString)\n"
         case .signOut:
-            var shown = url
-            if var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-                components.queryItems = components.queryItems?.filter { $0.name != "id_token_hint" }
-                shown = components.url ?? url
-            }
             return "No browser could be opened. Open this URL to sign out (the ID token is left out of it, so the "
-                + "provider may ask you to confirm):\n\(shown.absoluteString)\n"
+                + "provider may ask you to confirm):\n\(withoutIDToken(url))\n"
         }
+    }
+
+    /// `url` without its `id_token_hint` parameters, the rest of the query exactly as it was (a re-encoded `%2B`
+    /// would reach the provider as a space); with no query at all when it cannot be taken apart (fail closed).
+    static func withoutIDToken(_ url: URL) -> String {
+        let text = url.absoluteString
+        guard let mark = text.firstIndex(of: "?") else { return text }
+        let base = text[..<mark]
+        var query = text[text.index(after: mark)...]
+        var fragment = ""
+        if let hash = query.firstIndex(of: "#") {
+            fragment = String(query[hash...])
+            query = query[..<hash]
+        }
+        let kept = query.split(separator: "&", omittingEmptySubsequences: false).filter { pair in
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            guard let decoded = String(name).replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                return false  // a name that does not decode may be the hint spelled otherwise: left out
+            }
+            return decoded != "id_token_hint"
+        }
+        return String(base) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&")) + fragment
     }
 
     /// `xdg-open` or `open`; calls `failed` where there is neither, it cannot start, or it exits with an error

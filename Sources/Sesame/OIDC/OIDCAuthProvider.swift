@@ -282,9 +282,11 @@ public struct OIDCAuthProvider: AuthProvider {
             throw AuthError(.invalidAuthorizationResponse, "this authorization response was already used")
         }
         if let error = parameters["error"] {
+            // Cleaned as an error body is (ServerErrorResponse(_:)): whoever sends the redirect chooses these.
             let body = ServerErrorResponse(
-                statusCode: 0, error: error, errorDescription: parameters["error_description"],
-                errorURI: parameters["error_uri"])
+                statusCode: 0, error: PrintableText.sanitized(error, limit: 128),
+                errorDescription: parameters["error_description"].map { PrintableText.sanitized($0, limit: 1024) },
+                errorURI: parameters["error_uri"].map { PrintableText.sanitized($0, limit: 1024) })
             throw AuthError(
                 error == "access_denied" ? .cancelled : .authorizationFailed, "the provider answered \(error)",
                 serverResponse: body)
